@@ -1,0 +1,67 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "caretaker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "caretaker", targets: ["caretaker"]),
+        .library(name: "CaretakerCore", targets: ["CaretakerCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypt",
+            providers: [.apt(["libcrypt-dev"])]
+        ),
+        // libcurl, with small C helpers for the variadic curl_easy_setopt.
+        .target(
+            name: "CCurl",
+            linkerSettings: [.linkedLibrary("curl")]
+        ),
+        .target(
+            name: "Postgres",
+            dependencies: ["CLibPQ"]
+        ),
+        .target(
+            name: "CaretakerCore",
+            dependencies: [
+                "Postgres",
+                "CCurl",
+                "CCrypt",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "caretaker",
+            dependencies: [
+                "CaretakerCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            name: "CaretakerTestSupport",
+            dependencies: ["CaretakerCore", "Postgres"]
+        ),
+        .testTarget(
+            name: "CaretakerCoreTests",
+            dependencies: ["CaretakerCore"]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres"]
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres"]
+        ),
+    ]
+)

@@ -1,0 +1,4 @@
+#ifndef CARETAKER_CLIBPQ_SHIM_H
+#define CARETAKER_CLIBPQ_SHIM_H
+#include <libpq-fe.h>
+#endif
