@@ -1,0 +1,132 @@
+import Foundation
+
+/// Everything `jobs.toml` says, with defaults filled in and validated.
+public struct Configuration: Sendable {
+    /// The file it was read from (for messages); `(defaults)` when none.
+    public var file: String
+    public var database: DatabaseOptions
+    public var worker: WorkerOptions
+    public var mail: MailOptions
+    /// Built-in jobs first (always present, maybe disabled), then operator SQL jobs in file order.
+    public var jobs: [JobConfiguration]
+
+    public func job(named name: String) -> JobConfiguration? {
+        jobs.first { $0.name == name }
+    }
+
+    public var jobNames: [String] { jobs.map(\.name) }
+}
+
+/// `[database]`: what to connect to.
+public struct DatabaseOptions: Sendable {
+    /// A libpq URI or `key=value` string; empty: libpq defaults and `PG*` variables.
+    public var url: String = ""
+    /// Read at start-up; never logged.
+    public var passwordFile: String = ""
+    /// Schema of the app tables. Defaults to `public`.
+    public var appSchema: String = "public"
+    /// Defaults to `10s`.
+    public var connectTimeout: Duration = .seconds(10)
+}
+
+/// `[worker]`: how the daemon behaves.
+public struct WorkerOptions: Sendable {
+    public enum LogFormat: String, Sendable, CaseIterable { case logfmt, json }
+
+    public var timeZone: TimeZone = TimeZone(identifier: "UTC")!
+    public var lowFootprint: Bool = false
+    /// Defaults to `2`; `1` in low-footprint mode.
+    public var maxConcurrentJobs: Int = 2
+    public var shutdownGrace: Duration = .seconds(20)
+    /// Low-footprint mode closes its connection when the next run is further away than this.
+    public var idleDisconnect: Duration = .seconds(60)
+    /// Pause between batches; `100ms` by default in low-footprint mode.
+    public var batchPause: Duration = .zero
+    public var logFormat: LogFormat = .logfmt
+}
+
+/// `[mail]`: how temporary passwords are delivered.
+public struct MailOptions: Sendable {
+    public enum Transport: String, Sendable, CaseIterable { case smtp, file }
+
+    public var transport: Transport = .smtp
+    public var url: String = "smtp://127.0.0.1:25"
+    public var starttls: Bool = false
+    public var username: String = ""
+    public var passwordFile: String = ""
+    public var from: String = "Community <no-reply@example.org>"
+    /// For `transport = "file"`.
+    public var directory: String = ""
+}
+
+/// One `[jobs.NAME]` table: the keys every job has plus its own settings.
+public struct JobConfiguration: Sendable {
+    public var name: String
+    public var enabled: Bool
+    public var schedule: Schedule
+    public var statementTimeout: Duration
+    public var lockTimeout: Duration
+    public var maxRuntime: Duration
+    /// Rows per transaction. Defaults to `1000`, `200` in low-footprint mode.
+    public var batchSize: Int
+    public var batchPause: Duration
+    public var catchUp: Bool
+    public var maxRetries: Int
+    /// When `check` calls the job stale; `nil` means three of its periods.
+    public var staleAfter: Duration?
+    public var settings: JobSettings
+
+    /// `stale_after`, or three periods of the schedule after `date`.
+    public func staleness(after date: Date) -> Duration {
+        staleAfter ?? schedule.period(after: date) * 3
+    }
+}
+
+/// What each kind of job needs beyond the common keys.
+public enum JobSettings: Sendable {
+    case expireContent(ExpireContentSettings)
+    case logoutInactive(LogoutInactiveSettings)
+    case sendTempPasswords(SendTempPasswordsSettings)
+    case leaderSuccession(LeaderSuccessionSettings)
+    case prune(PruneSettings)
+    case sql(SQLJobSettings)
+}
+
+public struct ExpireContentSettings: Sendable {
+    public var minLifetime: Duration = .seconds(24 * 3600)
+    public var maxLifetime: Duration = .seconds(48 * 3600)
+    public var postFullPopularity: Int = 100
+    public var packFullPopularity: Int = 100
+}
+
+public struct LogoutInactiveSettings: Sendable {
+    public var idleTimeout: Duration = .seconds(600)
+}
+
+public struct SendTempPasswordsSettings: Sendable {
+    public var maxPerHour: Int = 3
+    public var tempPasswordLength: Int = 16
+    public var tempPasswordTTL: Duration = .seconds(24 * 3600)
+    /// Defaults to `12`, `10` in low-footprint mode.
+    public var bcryptCost: Int = 12
+    public var maxAttempts: Int = 5
+    public var templateFile: String = ""
+    /// The template's text (the built-in one when `templateFile` is empty).
+    public var template: MailTemplate = .default
+}
+
+public struct LeaderSuccessionSettings: Sendable {
+    /// `nil`: leaders are never replaced for inactivity.
+    public var leaderInactiveAfter: Duration? = nil
+}
+
+public struct PruneSettings: Sendable {
+    public var keepHistory: Duration = .seconds(30 * 86400)
+    public var keepRevokedSessions: Duration = .seconds(30 * 86400)
+    public var keepResetRequests: Duration = .seconds(30 * 86400)
+}
+
+public struct SQLJobSettings: Sendable {
+    public var sql: String
+    public var repeatUntilZero: Bool = false
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Reads typed values out of one TOML table, remembering which keys were read
+/// so that `finish()` can reject the ones nobody asked for (typos).
+struct TableReader {
+    let table: TOMLTable
+    /// Dotted path of this table, e.g. `jobs.prune`.
+    let path: String
+    let file: String
+    private var consumed: Set<String> = []
+
+    init(_ table: TOMLTable, path: String, file: String) {
+        self.table = table
+        self.path = path
+        self.file = file
+    }
+
+    func error(_ key: String, _ message: String) -> ConfigurationError {
+        ConfigurationError(file: file, line: table.line(of: key) ?? table.headerLine,
+                           key: path.isEmpty ? key : "\(path).\(key)", message: message)
+    }
+
+    private mutating func value(_ key: String) -> TOMLValue? {
+        consumed.insert(key)
+        return table[key]
+    }
+
+    private func mismatch(_ key: String, _ expected: String, _ found: TOMLValue) -> ConfigurationError {
+        error(key, "expected \(expected), found \(found.typeName)")
+    }
+
+    mutating func string(_ key: String, default fallback: String) throws(ConfigurationError) -> String {
+        guard let found = value(key) else { return fallback }
+        guard case .string(let text) = found else { throw mismatch(key, "a string", found) }
+        return text
+    }
+
+    mutating func optionalString(_ key: String) throws(ConfigurationError) -> String? {
+        guard let found = value(key) else { return nil }
+        guard case .string(let text) = found else { throw mismatch(key, "a string", found) }
+        return text
+    }
+
+    /// A sub-table such as `[mail]`; `nil` when absent.
+    mutating func optionalTable(_ key: String) throws(ConfigurationError) -> TOMLTable? {
+        guard let found = value(key) else { return nil }
+        guard case .table(let table) = found else { throw mismatch(key, "a table", found) }
+        return table
+    }
+
+    /// Stands in for a section the file does not have.
+    static let emptyTable: TOMLTable = {
+        do { return try TOMLDocument(parsing: "").root } catch { fatalError("empty TOML failed to parse") }
+    }()
+
+    mutating func bool(_ key: String, default fallback: Bool) throws(ConfigurationError) -> Bool {
+        guard let found = value(key) else { return fallback }
+        guard case .boolean(let flag) = found else { throw mismatch(key, "true or false", found) }
+        return flag
+    }
+
+    mutating func optionalBool(_ key: String) throws(ConfigurationError) -> Bool? {
+        guard let found = value(key) else { return nil }
+        guard case .boolean(let flag) = found else { throw mismatch(key, "true or false", found) }
+        return flag
+    }
+
+    mutating func integer(_ key: String, default fallback: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        try optionalInteger(key, in: range) ?? fallback
+    }
+
+    mutating func optionalInteger(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        guard let found = value(key) else { return nil }
+        guard case .integer(let number) = found else { throw mismatch(key, "an integer", found) }
+        guard let int = Int(exactly: number), range.contains(int) else {
+            throw error(key, "\(number) is out of range (\(range.lowerBound)…\(range.upperBound))")
+        }
+        return int
+    }
+
+    mutating func duration(_ key: String, default fallback: Duration, minimum: Duration = .zero) throws(ConfigurationError) -> Duration {
+        try optionalDuration(key, minimum: minimum) ?? fallback
+    }
+
+    /// A duration string; `""` counts as absent (used for switches such as `leader_inactive_after`).
+    mutating func optionalDuration(_ key: String, minimum: Duration = .zero) throws(ConfigurationError) -> Duration? {
+        guard let found = value(key) else { return nil }
+        guard case .string(let text) = found else {
+            throw error(key, "expected a duration string such as \"90s\", found \(found.typeName)")
+        }
+        if text.isEmpty { return nil }
+        guard let duration = DurationText.parse(text) else {
+            throw error(key, "\"\(text)\" is not a duration: use a number and a unit, e.g. \"500ms\", \"90s\", \"10m\", \"24h\", \"30d\"")
+        }
+        guard duration >= minimum else {
+            throw error(key, "must be at least \(DurationText.format(minimum))")
+        }
+        return duration
+    }
+
+    /// Rejects keys this table does not define.
+    func finish() throws(ConfigurationError) {
+        let validKeys = consumed.sorted()
+        for entry in table.entries where !consumed.contains(entry.key) {
+            let place = path.isEmpty ? "the top level" : "[\(path)]"
+            throw ConfigurationError(
+                file: file, line: entry.line, key: path.isEmpty ? entry.key : "\(path).\(entry.key)",
+                message: "unknown key in \(place); valid keys: \(validKeys.joined(separator: ", "))")
+        }
+    }
+}

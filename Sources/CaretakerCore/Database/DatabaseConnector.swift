@@ -1,0 +1,66 @@
+import Foundation
+import Postgres
+
+/// Opens connections as `[database]` says, with the password from a file or a
+/// systemd credential when one is configured.
+public struct DatabaseConnector: Sendable {
+    public let options: DatabaseOptions
+    private let password: String?
+
+    /// Name of the systemd credential (`LoadCredential=db-password:…`) read when present.
+    public static let passwordCredential = "db-password"
+
+    public init(options: DatabaseOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws(SecretError) {
+        self.options = options
+        self.password = try Secrets.read(file: options.passwordFile, credential: Self.passwordCredential,
+                                         environment: environment, purpose: "database.password_file")
+    }
+
+    /// The quoted app schema, ready to splice into SQL.
+    public var appSchema: String { quoteIdentifier(options.appSchema) }
+
+    /// Connects once; throws `.connection` after `connect_timeout`.
+    public func connect(applicationName: String = "caretaker") throws(PostgresError) -> Connection {
+        try Connection(Connection.Configuration(
+            conninfo: options.url, applicationName: applicationName,
+            connectTimeout: options.connectTimeout, password: password))
+    }
+}
+
+/// Reads secrets from `*_file` keys or `$CREDENTIALS_DIRECTORY`; never logs them.
+public enum Secrets {
+    /// The first of: the configured file, then the systemd credential; `nil` when neither is set.
+    public static func read(file: String, credential: String, environment: [String: String],
+                            purpose: String) throws(SecretError) -> String? {
+        if !file.isEmpty { return try contents(of: file, purpose: purpose) }
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let path = directory + "/" + credential
+            if FileManager.default.fileExists(atPath: path) {
+                return try contents(of: path, purpose: "systemd credential \(credential)")
+            }
+        }
+        return nil
+    }
+
+    private static func contents(of path: String, purpose: String) throws(SecretError) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw SecretError(message: "cannot read \(purpose) \(path): missing or not readable by this user")
+        }
+        // Files written with `echo` end in a newline that is not part of the secret.
+        return String(text.trimmingSuffix(while: { $0 == "\n" || $0 == "\r" }))
+    }
+}
+
+/// A secret file could not be read. The message names the file, never its contents.
+public struct SecretError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+extension StringProtocol {
+    func trimmingSuffix(while predicate: (Character) -> Bool) -> SubSequence {
+        var end = endIndex
+        while end > startIndex, predicate(self[index(before: end)]) { end = index(before: end) }
+        return self[startIndex..<end]
+    }
+}

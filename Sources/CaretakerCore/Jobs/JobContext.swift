@@ -1,0 +1,63 @@
+import Logging
+import Postgres
+import Foundation
+
+/// What a job run gets: its connection, its configuration and the run's limits.
+public final class JobContext: @unchecked Sendable {
+    public let connection: Connection
+    public let job: JobConfiguration
+    /// The quoted app schema, e.g. `"public"`.
+    public let schema: String
+    public let dryRun: Bool
+    /// The `job_runs.id` of this run.
+    public let runID: Int64
+    public let logger: Logger
+    private let startedAt = ContinuousClock.now
+    private let stopRequested: @Sendable () -> Bool
+
+    public init(connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
+                runID: Int64, logger: Logger, stopRequested: @escaping @Sendable () -> Bool = { false }) {
+        self.connection = connection
+        self.job = job
+        self.schema = schema
+        self.dryRun = dryRun
+        self.runID = runID
+        self.logger = logger
+        self.stopRequested = stopRequested
+    }
+
+    /// True when the run should stop between batches: `max_runtime` passed, or the worker is shutting down.
+    public var shouldStop: Bool { isShuttingDown || ContinuousClock.now - startedAt >= job.maxRuntime }
+
+    /// True when the worker is shutting down (the run then ends `interrupted`).
+    public var isShuttingDown: Bool { stopRequested() }
+
+    /// Runs one batch in a short transaction with the job's timeouts set locally.
+    public func inBatch<T>(_ body: (Connection) throws -> T) throws -> T {
+        try connection.withTransaction {
+            try connection.query("""
+                SELECT set_config('statement_timeout', $1, true),
+                       set_config('lock_timeout', $2, true),
+                       set_config('idle_in_transaction_session_timeout', $3, true)
+                """,
+                Self.milliseconds(job.statementTimeout),
+                Self.milliseconds(job.lockTimeout),
+                Self.milliseconds(job.statementTimeout * 2))
+            return try body(connection)
+        }
+    }
+
+    /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
+    public func pauseBetweenBatches() {
+        guard job.batchPause > .zero, !shouldStop else { return }
+        Thread.sleep(forTimeInterval: job.batchPause.seconds)
+    }
+
+    /// `"2000ms"`: a value `set_config` understands for the timeout settings.
+    static func milliseconds(_ duration: Duration) -> String {
+        "\(max(1, duration.microseconds / 1000))ms"
+    }
+
+    /// A duration as a PostgreSQL interval parameter: `$n::bigint * interval '1 microsecond'`.
+    public static func microseconds(_ duration: Duration) -> Int64 { duration.microseconds }
+}

@@ -1,0 +1,1 @@
+public let caretakerVersion = "0.1.0"

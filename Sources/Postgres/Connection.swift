@@ -1,0 +1,242 @@
+import CLibPQ
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A blocking libpq connection.
+///
+/// - Important: every call blocks its thread until the server answers. Use a
+///   connection from one thread at a time and keep it off Swift's cooperative
+///   pool (see `BlockingExecutor` in CaretakerCore). Only `cancel()` may be
+///   called from another thread while a statement runs.
+public final class Connection: @unchecked Sendable {
+    /// What to connect to.
+    public struct Configuration: Sendable {
+        /// A libpq URI (`postgresql://…`) or `key=value` string; empty uses libpq's
+        /// defaults and the `PG*` variables.
+        public var conninfo: String
+        /// Shown in `pg_stat_activity`.
+        public var applicationName: String
+        /// Gives up connecting after this long. libpq counts whole seconds, at least 2.
+        public var connectTimeout: Duration
+        /// A password read from a file or credential; `nil` leaves it to libpq (`.pgpass`, `PGPASSWORD`).
+        public var password: String?
+
+        public init(conninfo: String, applicationName: String = "caretaker",
+                    connectTimeout: Duration = .seconds(10), password: String? = nil) {
+            self.conninfo = conninfo
+            self.applicationName = applicationName
+            self.connectTimeout = connectTimeout
+            self.password = password
+        }
+    }
+
+    private let handle: OpaquePointer
+    private let canceller: Mutex<CancelHandle?>
+
+    /// Connects, or throws a `.connection` error with libpq's message.
+    public init(_ configuration: Configuration) throws(PostgresError) {
+        var keys = ["dbname", "application_name", "connect_timeout"]
+        var values = [
+            configuration.conninfo,
+            configuration.applicationName,
+            String(max(2, Self.wholeSecondsRoundingUp(configuration.connectTimeout))),
+        ]
+        if let password = configuration.password {
+            keys.append("password")
+            values.append(password)
+        }
+        let connection = withCStringArray(keys) { keyPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keyPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else {
+            throw PostgresError(kind: .connection, message: "out of memory while connecting")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(kind: .connection, message: message)
+        }
+        handle = connection
+        canceller = Mutex(CancelHandle(PQgetCancel(connection)))
+    }
+
+    private static func wholeSecondsRoundingUp(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds + (attoseconds > 0 ? 1 : 0)
+    }
+
+    deinit {
+        canceller.withLock { $0 = nil }
+        PQfinish(handle)
+    }
+
+    /// True while libpq believes the connection is usable.
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The server process serving this connection (`pg_backend_pid()`).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// Runs one statement with `$1…$n` parameters sent separately from the SQL text.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [any PostgresBindable] = []) throws(PostgresError) -> QueryResult {
+        let texts = parameters.map(\.postgresText)
+        let result = withOptionalCStringArray(texts) { pointers in
+            PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
+        }
+        return try consume(result)
+    }
+
+    /// Variadic form of `query(_:_:)`.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: any PostgresBindable...) throws(PostgresError) -> QueryResult {
+        try query(sql, parameters)
+    }
+
+    /// Runs a script of several statements without parameters (migrations, `SET`).
+    public func execute(script: String) throws(PostgresError) {
+        _ = try consume(PQexec(handle, script))
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    public func withTransaction<T>(_ body: () throws -> T) throws -> T {
+        try query("BEGIN")
+        do {
+            let value = try body()
+            try query("COMMIT")
+            return value
+        } catch {
+            if isHealthy { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Asks the server to cancel the statement running on this connection. Safe from any thread.
+    public func cancel() {
+        canceller.withLock { handle in
+            guard let cancel = handle?.pointer else { return }
+            var buffer = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(cancel, &buffer, Int32(buffer.count))
+        }
+    }
+
+    // MARK: LISTEN / NOTIFY
+
+    /// A notification received on a channel this connection listens to.
+    public struct Notification: Sendable, Equatable {
+        public let channel: String
+        public let payload: String
+        public let senderPID: Int32
+    }
+
+    /// Waits up to `timeout` for notifications; returns those that arrived (possibly none).
+    public func waitForNotifications(timeout: Duration) throws(PostgresError) -> [Notification] {
+        var pending = try drainNotifications()
+        if !pending.isEmpty { return pending }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000
+            + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready < 0 && errno != EINTR {
+            throw PostgresError(kind: .connection, message: "poll failed on the listening connection")
+        }
+        pending = try drainNotifications()
+        return pending
+    }
+
+    private func drainNotifications() throws(PostgresError) -> [Notification] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(kind: .connection, message: Self.trimmed(PQerrorMessage(handle)))
+        }
+        var received: [Notification] = []
+        while let notify = PQnotifies(handle) {
+            let message = notify.pointee
+            received.append(Notification(
+                channel: String(cString: message.relname),
+                payload: String(cString: message.extra),
+                senderPID: message.be_pid))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
+    // MARK: Results
+
+    private func consume(_ result: OpaquePointer?) throws(PostgresError) -> QueryResult {
+        guard let result else {
+            throw PostgresError(kind: .connection, message: Self.trimmed(PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return Self.read(result)
+        default:
+            throw error(from: result)
+        }
+    }
+
+    private func error(from result: OpaquePointer) -> PostgresError {
+        let sqlState = field(result, "C")
+        let primary = field(result, "M") ?? Self.trimmed(PQresultErrorMessage(result))
+        let kind: PostgresError.Kind = isHealthy ? .query : .connection
+        return PostgresError(kind: kind, sqlState: sqlState, message: primary)
+    }
+
+    private func field(_ result: OpaquePointer, _ code: Character) -> String? {
+        guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+        return String(cString: value)
+    }
+
+    private static func read(_ result: OpaquePointer) -> QueryResult {
+        let columnCount = Int(PQnfields(result))
+        let rowCount = Int(PQntuples(result))
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        var rows: [Row] = []
+        rows.reserveCapacity(rowCount)
+        for row in 0..<rowCount {
+            let values: [String?] = (0..<columnCount).map { column in
+                if PQgetisnull(result, Int32(row), Int32(column)) == 1 { return nil }
+                return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+            }
+            rows.append(Row(columns: columns, values: values))
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? rowCount
+        return QueryResult(columns: columns, rows: rows, affectedRows: affected)
+    }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown libpq error" }
+        let text = String(cString: message)
+        let trimmedText = text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingPrefix("ERROR:  ") }
+            .joined(separator: "; ")
+        return trimmedText.isEmpty ? "unknown libpq error" : trimmedText
+    }
+}
+
+/// Owns a `PGcancel` and frees it exactly once.
+private final class CancelHandle {
+    let pointer: OpaquePointer?
+    init(_ pointer: OpaquePointer?) { self.pointer = pointer }
+    deinit { if let pointer { PQfreeCancel(pointer) } }
+}
+
+private func withCStringArray<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    withOptionalCStringArray(strings.map { Optional($0) }, body)
+}
+
+private func withOptionalCStringArray<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let duplicates: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    defer { duplicates.forEach { free($0) } }
+    var pointers = duplicates.map { UnsafePointer($0) }
+    pointers.append(nil)
+    return body(pointers)
+}

@@ -1,0 +1,47 @@
+/// An error from libpq or the server, with the SQLSTATE kept so callers can act on it.
+///
+/// Messages never contain the connection string: libpq's own connection errors
+/// name the host and the user at most, and the server's messages do not echo
+/// parameter values.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// Could not connect, or the connection broke.
+        case connection
+        /// The server answered a statement with an error.
+        case query
+    }
+
+    public let kind: Kind
+    /// The five-character SQLSTATE, when the server sent one.
+    public let sqlState: String?
+    /// The server's (or libpq's) primary message, trimmed.
+    public let message: String
+
+    public init(kind: Kind, sqlState: String? = nil, message: String) {
+        self.kind = kind
+        self.sqlState = sqlState
+        self.message = message
+    }
+
+    public var description: String {
+        if let sqlState { return "\(message) (SQLSTATE \(sqlState))" }
+        return message
+    }
+
+    /// `55P03`: a `lock_timeout` expired or `NOWAIT` found the row locked.
+    public var isLockNotAvailable: Bool { sqlState == "55P03" }
+    /// `57014`: `statement_timeout` or a cancel request stopped the statement.
+    public var isQueryCanceled: Bool { sqlState == "57014" }
+    /// `40P01`: the server broke a deadlock by aborting this transaction.
+    public var isDeadlockDetected: Bool { sqlState == "40P01" }
+    /// `40001`: a serializable transaction must be retried.
+    public var isSerializationFailure: Bool { sqlState == "40001" }
+    /// `42P01` / `42703` / `3F000`: a table, column or schema the statement names is missing.
+    public var isUndefinedObject: Bool { ["42P01", "42703", "3F000", "42883"].contains(sqlState ?? "") }
+    /// The connection is gone (class 08, admin shutdown 57P01–57P03, or libpq lost it).
+    public var isConnectionLost: Bool {
+        if kind == .connection { return true }
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+}

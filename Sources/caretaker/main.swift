@@ -1,0 +1,2 @@
+import CaretakerCore
+print(caretakerVersion)
