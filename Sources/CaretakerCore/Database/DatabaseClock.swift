@@ -1,0 +1,13 @@
+import Foundation
+import Postgres
+
+/// The database's clock: the only clock caretaker decides by (SPEC rule zero).
+public enum DatabaseClock {
+    /// `now()` on the server, to the microsecond.
+    public static func now(_ connection: Connection) throws -> Date {
+        guard let seconds = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now") else {
+            throw PostgresError(kind: .query, message: "the server did not return its clock")
+        }
+        return Date(timeIntervalSince1970: seconds)
+    }
+}

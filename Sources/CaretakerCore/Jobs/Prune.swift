@@ -1,0 +1,49 @@
+import Postgres
+
+/// `prune`: deletes old run history, long-revoked sessions and finished reset requests, in batches.
+///
+/// History of every status is kept for `keep_history`, so failed runs stay
+/// visible exactly as long as successful ones.
+struct Prune: Job {
+    let settings: PruneSettings
+
+    func run(_ context: JobContext) throws -> JobStats {
+        let s = context.schema
+        let targets: [(counter: String, table: String, key: String, condition: String, keep: Duration)] = [
+            ("runs_deleted", "caretaker.job_runs", "id",
+             "started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running'", settings.keepHistory),
+            ("slots_deleted", "caretaker.job_slots", "ctid",
+             "slot < now() - $1::bigint * interval '1 microsecond'", settings.keepHistory),
+            ("sessions_deleted", "\(s).sessions", "id",
+             "revoked_at < now() - $1::bigint * interval '1 microsecond'", settings.keepRevokedSessions),
+            ("reset_requests_deleted", "\(s).password_reset_requests", "id",
+             "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'", settings.keepResetRequests),
+        ]
+        var stats = JobStats()
+        for target in targets {
+            stats.add(target.counter, 0)
+            if context.dryRun {
+                let count = try context.inBatch { connection in
+                    try connection.query("SELECT count(*) AS n FROM \(target.table) WHERE \(target.condition)",
+                                         target.keep.microseconds).first?.int("n") ?? 0
+                }
+                stats.add(target.counter, count)
+                continue
+            }
+            while !context.shouldStop {
+                let deleted = try context.inBatch { connection in
+                    try connection.query("""
+                        DELETE FROM \(target.table) WHERE \(target.key) IN (
+                            SELECT \(target.key) FROM \(target.table) WHERE \(target.condition)
+                            LIMIT $2 FOR UPDATE SKIP LOCKED)
+                        """, target.keep.microseconds, context.job.batchSize).affectedRows
+                }
+                stats.add(target.counter, deleted)
+                if deleted < context.job.batchSize { break }
+                context.pauseBetweenBatches()
+            }
+        }
+        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
+        return stats
+    }
+}

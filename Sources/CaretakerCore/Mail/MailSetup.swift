@@ -1,0 +1,30 @@
+import Foundation
+
+/// Builds the configured transport, reading the SMTP password from `password_file`,
+/// the systemd credential `smtp-password`, or `$CARETAKER_SMTP_PASSWORD`.
+public enum MailSetup {
+    public static let passwordCredential = "smtp-password"
+
+    /// The transport for `send-temp-passwords`, or `nil` when no selected job sends mail.
+    public static func transport(for jobs: [JobConfiguration], configuration: Configuration,
+                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (any MailTransport)? {
+        let sendsMail = jobs.contains { if case .sendTempPasswords = $0.settings { true } else { false } }
+        guard sendsMail else { return nil }
+        return try transport(configuration.mail, environment: environment)
+    }
+
+    public static func transport(_ options: MailOptions,
+                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> any MailTransport {
+        switch options.transport {
+        case .file:
+            return FileTransport(directory: options.directory)
+        case .smtp:
+            let password = try Secrets.read(file: options.passwordFile, credential: passwordCredential,
+                                            environment: environment, purpose: "mail.password_file")
+                ?? environment["CARETAKER_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+            return try SMTPTransport(configuration: .init(
+                url: options.url, starttls: options.starttls,
+                username: options.username.isEmpty ? nil : options.username, password: password))
+        }
+    }
+}

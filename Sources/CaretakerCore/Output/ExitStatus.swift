@@ -1,0 +1,11 @@
+/// The sysexits codes of SPEC §2.
+public enum ExitStatus: Int32, Sendable {
+    case ok = 0
+    /// A job failed, or `check` found an unhealthy job.
+    case jobFailed = 1
+    case usage = 64
+    case databaseUnavailable = 69
+    /// Another instance is running that job right now.
+    case busy = 75
+    case configuration = 78
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import Postgres
+
+/// Runs one job once: takes its slot and advisory lock, records the run in
+/// `job_runs`, calls the job, and logs start and finish.
+///
+/// The advisory lock is session-level and held for the whole run, so a run
+/// whose process dies loses it with its connection; the next taker of the lock
+/// marks such rows `interrupted` (no fixed timeout involved).
+public struct JobRunner: Sendable {
+    public let configuration: Configuration
+    public let mail: (any MailTransport)?
+    public let logger: Logger
+
+    public init(configuration: Configuration, mail: (any MailTransport)?, logger: Logger) {
+        self.configuration = configuration
+        self.mail = mail
+        self.logger = logger
+    }
+
+    /// How an attempt to run ended.
+    public enum Outcome: Sendable {
+        case finished(runID: Int64, status: RunStatus, stats: JobStats, error: String?)
+        /// Another process is running this job right now (a manual run gives up: exit 75).
+        case busy
+        /// The slot was due but the previous run still held the job; recorded once as `skipped`.
+        case skipped(runID: Int64)
+        /// Another instance already took this slot: nothing to do, nothing recorded.
+        case alreadyClaimed
+    }
+
+    /// What to run and why.
+    public struct Request: Sendable {
+        public var job: JobConfiguration
+        public var trigger: RunTrigger
+        /// The scheduled slot this run is for; `nil` for manual and notify runs.
+        public var slot: Date?
+        public var dryRun: Bool = false
+        public var attempt: Int = 1
+
+        public init(job: JobConfiguration, trigger: RunTrigger, slot: Date? = nil, dryRun: Bool = false, attempt: Int = 1) {
+            self.job = job
+            self.trigger = trigger
+            self.slot = slot
+            self.dryRun = dryRun
+            self.attempt = attempt
+        }
+    }
+
+    /// Runs `request` on `connection`, which nobody else may use meanwhile.
+    /// Throws only when the database itself fails (connection lost, bookkeeping missing).
+    public func run(_ request: Request, on connection: Connection,
+                    stopRequested: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
+        let name = request.job.name
+        if let slot = request.slot, try !claim(slot: slot, job: name, on: connection) {
+            return .alreadyClaimed
+        }
+        guard try lock(job: name, on: connection) else {
+            guard let slot = request.slot else { return .busy }
+            return .skipped(runID: try recordSkipped(request, slot: slot, on: connection))
+        }
+        defer { unlock(job: name, on: connection) }
+        try connection.query("SELECT set_config('application_name', $1, false)", "caretaker/\(name)")
+        defer { _ = try? connection.query("SELECT set_config('application_name', 'caretaker', false)") }
+
+        let orphans = try RunHistory.interruptOrphans(connection, job: name)
+        if orphans > 0 {
+            logger.warning("marked runs of a dead process interrupted", metadata: ["job": "\(name)", "runs": "\(orphans)"])
+        }
+        let runID = try RunHistory.start(connection, job: name, trigger: request.trigger, slot: request.slot,
+                                         dryRun: request.dryRun, attempt: request.attempt)
+        if let slot = request.slot {
+            try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
+                                 name, slot.timeIntervalSince1970, runID)
+        }
+        return try execute(request, runID: runID, on: connection, stopRequested: stopRequested)
+    }
+
+    private func execute(_ request: Request, runID: Int64, on connection: Connection,
+                         stopRequested: @escaping @Sendable () -> Bool) throws -> Outcome {
+        var runLogger = logger
+        runLogger[metadataKey: "job"] = "\(request.job.name)"
+        runLogger[metadataKey: "run_id"] = "\(runID)"
+        runLogger.info("run started", metadata: [
+            "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)", "attempt": "\(request.attempt)"])
+        let context = JobContext(connection: connection, job: request.job,
+                                 schema: quoteIdentifier(configuration.database.appSchema),
+                                 dryRun: request.dryRun, runID: runID, logger: runLogger, stopRequested: stopRequested)
+        let started = ContinuousClock.now
+        let (status, stats, message) = outcome(of: request, in: context)
+        if !connection.isHealthy {
+            throw PostgresError(kind: .connection, message: "lost the database connection during \(request.job.name): \(message ?? "")")
+        }
+        try RunHistory.finish(connection, runID: runID, status: status, stats: stats, error: message)
+        let elapsed = ContinuousClock.now - started
+        var metadata: Logger.Metadata = [
+            "trigger": "\(request.trigger.rawValue)", "status": "\(status.rawValue)",
+            "duration_ms": "\(elapsed.microseconds / 1000)"]
+        for counter in stats.counters { metadata[counter.name] = "\(counter.value)" }
+        if let message { metadata["error"] = "\(message)" }
+        runLogger.log(level: status == .failed ? .error : .info, "run finished", metadata: metadata)
+        return .finished(runID: runID, status: status, stats: stats, error: message)
+    }
+
+    private func outcome(of request: Request, in context: JobContext) -> (RunStatus, JobStats, String?) {
+        let job = request.job.makeJob(mail: mail, mailOptions: configuration.mail)
+        do {
+            return (.succeeded, try job.run(context), nil)
+        } catch let interrupted as JobInterrupted {
+            return (.interrupted, interrupted.stats, "stopped by shutdown between batches")
+        } catch {
+            return (.failed, JobStats(), "\(error)")
+        }
+    }
+
+    // MARK: Slots and locks
+
+    /// Takes the unique `(job, slot)` record; false when another instance has it.
+    private func claim(slot: Date, job: String, on connection: Connection) throws -> Bool {
+        try connection.query("""
+            INSERT INTO caretaker.job_slots (job, slot) VALUES ($1, to_timestamp($2::float8))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, job, slot.timeIntervalSince1970).affectedRows == 1
+    }
+
+    private func lock(job: String, on connection: Connection) throws -> Bool {
+        try connection.query("SELECT pg_try_advisory_lock(caretaker.job_lock_key($1)) AS locked", job)
+            .first?.bool("locked") == true
+    }
+
+    private func unlock(job: String, on connection: Connection) {
+        _ = try? connection.query("SELECT pg_advisory_unlock(caretaker.job_lock_key($1))", job)
+    }
+
+    private func recordSkipped(_ request: Request, slot: Date, on connection: Connection) throws -> Int64 {
+        let runID = try RunHistory.recordSkipped(connection, job: request.job.name, trigger: request.trigger, slot: slot,
+                                                 reason: "the previous run of this job was still going")
+        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
+                             request.job.name, slot.timeIntervalSince1970, runID)
+        logger.warning("slot skipped: previous run still going",
+                       metadata: ["job": "\(request.job.name)", "run_id": "\(runID)", "status": "skipped"])
+        return runID
+    }
+}

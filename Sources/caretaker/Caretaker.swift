@@ -1,0 +1,11 @@
+import ArgumentParser
+import CaretakerCore
+
+@main
+struct Caretaker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "caretaker",
+        abstract: "Maintenance worker for a community app on PostgreSQL.",
+        version: caretakerVersion,
+        subcommands: [Run.self, Once.self, Jobs.self, History.self, Migrate.self, Check.self])
+}

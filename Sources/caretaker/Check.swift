@@ -1,0 +1,86 @@
+import ArgumentParser
+import CaretakerCore
+import Postgres
+
+extension Caretaker {
+    /// `caretaker check`: configuration, database, schema and job health; exit 1 when unhealthy.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check configuration, database, schema and job health (a monitoring probe).",
+            discussion: "Exit status: 0 healthy, 1 a problem was found (each is named), 69 database unavailable, 78 bad configuration.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        struct Finding {
+            let check: String
+            let ok: Bool
+            let detail: String
+        }
+
+        func run() throws {
+            try exiting {
+                let configuration = try common.loadConfiguration()
+                var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
+                let (_, connection) = try common.connect(configuration)
+                findings.append(Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
+                findings += try sessionFindings(connection)
+                let schemaFindings = try schema(connection, configuration: configuration)
+                findings += schemaFindings
+                if schemaFindings.allSatisfy(\.ok) {
+                    findings += try JobHealth.assess(connection, configuration: configuration).map {
+                        Finding(check: "job \($0.job)", ok: $0.healthy, detail: $0.reason)
+                    }
+                }
+                print(json ? Self.json(findings) : Self.table(findings))
+                return findings.allSatisfy(\.ok) ? .ok : .jobFailed
+            }
+        }
+
+        /// Advisory locks and LISTEN need one server session per connection; a
+        /// transaction-mode pooler hands each statement to a different backend.
+        private func sessionFindings(_ connection: Connection) throws -> [Finding] {
+            let first = try connection.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
+            let second = try connection.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
+            if first != second {
+                return [Finding(check: "session pooling", ok: false,
+                                detail: "consecutive statements ran on different server backends: a transaction-mode pooler? caretaker needs a direct connection or session pooling")]
+            }
+            return []
+        }
+
+        private func schema(_ connection: Connection, configuration: Configuration) throws -> [Finding] {
+            let migrator = Migrator(appSchema: configuration.database.appSchema)
+            let pending = try migrator.pending(on: connection)
+            var findings: [Finding] = []
+            if pending.isEmpty {
+                findings.append(Finding(check: "schema version", ok: true, detail: "\(Migration.all.last?.version ?? 0) (up to date)"))
+            } else {
+                findings.append(Finding(check: "schema version", ok: false,
+                                        detail: "\(pending.count) migration(s) pending: run `caretaker migrate`"))
+                return findings
+            }
+            let problems = try SchemaCheck.problems(connection, appSchema: configuration.database.appSchema)
+            if problems.isEmpty {
+                findings.append(Finding(check: "app schema", ok: true, detail: "every required column present"))
+            }
+            findings += problems.map { Finding(check: "app schema", ok: false, detail: $0) }
+            return findings
+        }
+
+        static func table(_ findings: [Finding]) -> String {
+            var table = TextTable(["CHECK", "RESULT", "DETAIL"])
+            for finding in findings { table.append([finding.check, finding.ok ? "ok" : "PROBLEM", finding.detail]) }
+            return table.render()
+        }
+
+        static func json(_ findings: [Finding]) -> String {
+            let items = findings.map {
+                "  {\"check\": \(jsonString($0.check)), \"ok\": \($0.ok), \"detail\": \(jsonString($0.detail))}"
+            }
+            return "{\"healthy\": \(findings.allSatisfy(\.ok)), \"checks\": [\n" + items.joined(separator: ",\n") + "\n]}"
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import CaretakerCore
+import Foundation
+import Logging
+import Postgres
+
+/// Flags every subcommand shares.
+struct CommonOptions: ParsableArguments {
+    @Option(name: .long, help: "Path of jobs.toml (else $CARETAKER_CONFIG, ./jobs.toml, /etc/caretaker/jobs.toml).")
+    var config: String?
+
+    @Option(name: .long, help: "Log format: logfmt or json (default: worker.log_format).")
+    var logFormat: WorkerOptions.LogFormat?
+
+    /// Loads the configuration or exits 78 naming the file, line and key.
+    func loadConfiguration(lowFootprint: Bool? = nil) throws -> Configuration {
+        let path = ConfigurationLoader.locate(explicit: config)
+        do {
+            let configuration = try ConfigurationLoader.load(path: path, lowFootprint: lowFootprint)
+            LoggingBootstrap.once(format: logFormat ?? configuration.worker.logFormat)
+            return configuration
+        } catch {
+            LoggingBootstrap.once(format: logFormat ?? .logfmt)
+            throw Failure(.configuration, "configuration error: \(error)")
+        }
+    }
+
+    /// Connects or exits 69 after `database.connect_timeout`.
+    func connect(_ configuration: Configuration, applicationName: String = "caretaker") throws -> (DatabaseConnector, Connection) {
+        let connector: DatabaseConnector
+        do {
+            connector = try DatabaseConnector(options: configuration.database)
+        } catch {
+            throw Failure(.configuration, "configuration error: \(error)")
+        }
+        do {
+            return (connector, try connector.connect(applicationName: applicationName))
+        } catch {
+            throw Failure(.databaseUnavailable, "database unavailable: \(error)")
+        }
+    }
+}
+
+extension WorkerOptions.LogFormat: ExpressibleByArgument {}
+
+/// A command failed in a way SPEC §2 gives an exit code for; the message goes to stderr.
+struct Failure: Error, CustomStringConvertible {
+    let status: ExitStatus
+    let message: String
+    init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+    var description: String { message }
+}
+
+extension ParsableCommand {
+    /// Runs `body`, turning `Failure` and database errors into their exit codes.
+    func exiting(_ body: () throws -> ExitStatus) throws {
+        let status: ExitStatus
+        do {
+            status = try body()
+        } catch let failure as Failure {
+            printError(failure.message)
+            throw ExitCode(failure.status.rawValue)
+        } catch let error as PostgresError where error.isConnectionLost {
+            printError("database unavailable: \(error)")
+            throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
+        } catch let error as PostgresError where error.isUndefinedObject {
+            printError("database error: \(error) — has `caretaker migrate` been run on this database?")
+            throw ExitCode(ExitStatus.jobFailed.rawValue)
+        }
+        if status != .ok { throw ExitCode(status.rawValue) }
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("caretaker: \(message)\n".utf8))
+}
+
+/// swift-log may be bootstrapped only once per process.
+enum LoggingBootstrap {
+    nonisolated(unsafe) private static var done = false
+    static func once(format: WorkerOptions.LogFormat) {
+        guard !done else { return }
+        done = true
+        LineLogHandler.bootstrap(format: format == .json ? .json : .logfmt)
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import CaretakerCore
+import Foundation
+
+extension Caretaker {
+    /// `caretaker history [--job NAME] [--status S] [--limit N] [--json]`
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show recent runs from caretaker.job_runs.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Option(help: "Only runs of this job.")
+        var job: String?
+
+        @Option(help: "Only runs with this status: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", ")).")
+        var status: String?
+
+        @Option(help: "How many runs, newest first.")
+        var limit = 20
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        func validate() throws {
+            if let status, RunStatus(rawValue: status) == nil {
+                throw ValidationError("unknown status \"\(status)\"; valid: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            if limit < 1 { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() throws {
+            try exiting {
+                let configuration = try common.loadConfiguration()
+                if let job, configuration.job(named: job) == nil {
+                    throw ValidationError("unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                }
+                let (_, connection) = try common.connect(configuration)
+                let records = try RunRecord.recent(connection, .init(job: job, status: status, limit: limit))
+                print(json ? Self.json(records) : Self.table(records))
+                return .ok
+            }
+        }
+
+        static func table(_ records: [RunRecord]) -> String {
+            var table = TextTable(["ID", "JOB", "STATUS", "TRIGGER", "STARTED", "DURATION", "STATS", "ERROR"])
+            for record in records {
+                table.append([
+                    "\(record.id)", record.job, record.status + (record.dryRun ? " (dry run)" : ""), record.trigger,
+                    record.startedAt, record.durationMilliseconds.map { "\($0)ms" } ?? "-",
+                    compactStats(record.stats), record.error ?? ""])
+            }
+            return table.render()
+        }
+
+        /// `{"posts_deleted": 3}` → `posts_deleted=3`
+        static func compactStats(_ json: String) -> String {
+            json.trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
+                .replacingOccurrences(of: "\"", with: "")
+                .replacingOccurrences(of: ": ", with: "=")
+                .replacingOccurrences(of: ",", with: "")
+        }
+
+        static func json(_ records: [RunRecord]) -> String {
+            let items = records.map { record in
+                let fields: [String] = [
+                    "\"id\": \(record.id)",
+                    "\"job\": \(jsonString(record.job))",
+                    "\"trigger\": \(jsonString(record.trigger))",
+                    "\"status\": \(jsonString(record.status))",
+                    "\"started_at\": \(jsonString(record.startedAt))",
+                    "\"finished_at\": \(record.finishedAt.map(jsonString) ?? "null")",
+                    "\"duration_ms\": \(record.durationMilliseconds.map(String.init) ?? "null")",
+                    "\"dry_run\": \(record.dryRun)",
+                    "\"stats\": \(record.stats)",
+                    "\"error\": \(record.error.map(jsonString) ?? "null")",
+                    "\"host\": \(jsonString(record.host))",
+                    "\"pid\": \(record.pid)",
+                ]
+                return "  {" + fields.joined(separator: ", ") + "}"
+            }
+            return "[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "]" : "\n]")
+        }
+    }
+}
+
+func jsonString(_ value: String) -> String {
+    LineLogHandler.jsonString(value)
+}

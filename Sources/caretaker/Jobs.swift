@@ -1,0 +1,46 @@
+import ArgumentParser
+import CaretakerCore
+import Foundation
+import Postgres
+
+extension Caretaker {
+    /// `caretaker jobs`: each job's schedule, time zone, next run and last run.
+    struct Jobs: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List jobs: schedule, enabled, next run, last run.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        func run() throws {
+            try exiting {
+                let configuration = try common.loadConfiguration()
+                let (_, connection) = try common.connect(configuration)
+                let now = try DatabaseClock.now(connection)
+                var table = TextTable(["JOB", "ENABLED", "SCHEDULE", "TIMEZONE", "NEXT RUN (UTC)", "LAST RUN"])
+                var items: [String] = []
+                for job in configuration.jobs {
+                    let next = job.enabled ? job.schedule.nextDate(after: now).map(Self.format) ?? "never" : "-"
+                    let last = try connection.query("""
+                        SELECT status, to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started
+                        FROM caretaker.job_runs WHERE job = $1 ORDER BY started_at DESC, id DESC LIMIT 1
+                        """, job.name).first
+                    let lastText = last.map { "\($0["status"] ?? "") at \($0["started"] ?? "")" } ?? "never"
+                    table.append([job.name, job.enabled ? "yes" : "no", job.schedule.text,
+                                  job.schedule.timeZone.identifier, next, lastText])
+                    items.append("  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
+                        + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.schedule.timeZone.identifier)), "
+                        + "\"next_run\": \(jsonString(next)), \"last_status\": \(last?["status"].map(jsonString) ?? "null"), "
+                        + "\"last_started_at\": \(last?["started"].map(jsonString) ?? "null")}")
+                }
+                print(json ? "[\n" + items.joined(separator: ",\n") + "\n]" : table.render())
+                return .ok
+            }
+        }
+
+        static func format(_ date: Date) -> String {
+            date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import CaretakerCore
+import Foundation
+import Logging
+
+extension Caretaker {
+    /// `caretaker once JOB... | --all [--dry-run]`
+    struct Once: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run jobs once now, record them in caretaker.job_runs, then exit.",
+            discussion: "Exit status: 0 all succeeded, 1 a job failed, 75 a job was already running elsewhere.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: "Jobs to run (see `caretaker jobs`).")
+        var jobs: [String] = []
+
+        @Flag(name: .long, help: "Run every enabled job.")
+        var all = false
+
+        @Flag(name: .long, help: "Change no app data and send no mail; report what would be done.")
+        var dryRun = false
+
+        func validate() throws {
+            if all && !jobs.isEmpty { throw ValidationError("give job names or --all, not both") }
+            if !all && jobs.isEmpty { throw ValidationError("name at least one job, or use --all") }
+        }
+
+        func run() throws {
+            try exiting {
+                let configuration = try common.loadConfiguration()
+                let selected = try select(from: configuration)
+                let (_, connection) = try common.connect(configuration)
+                let runner = JobRunner(configuration: configuration,
+                                       mail: try MailSetup.transport(for: selected, configuration: configuration),
+                                       logger: Logger(label: "caretaker"))
+                return try runAll(selected, runner: runner, connection: connection)
+            }
+        }
+
+        private func select(from configuration: Configuration) throws -> [JobConfiguration] {
+            if all { return configuration.jobs.filter(\.enabled) }
+            return try jobs.map { name in
+                guard let job = configuration.job(named: name) else {
+                    throw ValidationError("unknown job \"\(name)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                }
+                return job
+            }
+        }
+
+        private func runAll(_ selected: [JobConfiguration], runner: JobRunner, connection: Postgres.Connection) throws -> ExitStatus {
+            var table = TextTable(["JOB", "STATUS", "RUN", "STATS", "ERROR"])
+            var status = ExitStatus.ok
+            for job in selected {
+                let request = JobRunner.Request(job: job, trigger: .manual, dryRun: dryRun)
+                switch try runner.run(request, on: connection) {
+                case .finished(let runID, let runStatus, let stats, let error):
+                    table.append([job.name, runStatus.rawValue + (dryRun ? " (dry run)" : ""), "\(runID)", stats.description, error ?? ""])
+                    if runStatus != .succeeded { status = .jobFailed }
+                case .busy, .skipped, .alreadyClaimed:
+                    table.append([job.name, "busy", "-", "", "another instance is running this job right now"])
+                    if status == .ok { status = .busy }
+                }
+            }
+            print(table.render())
+            return status
+        }
+    }
+}
+
+import Postgres

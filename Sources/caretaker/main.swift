@@ -1,2 +1,0 @@
-import CaretakerCore
-print(caretakerVersion)
