@@ -1,0 +1,474 @@
+import Foundation
+import Testing
+@testable import CaretakerCore
+
+// Helpers. Dates are written with explicit UTC offsets so that DST expectations
+// are visible in the test text ("+02:00" is summer time in Berlin).
+
+private func zone(_ identifier: String) -> TimeZone {
+    TimeZone(identifier: identifier)!
+}
+
+/// "2026-03-29T01:30:00+01:00" (seconds may carry a fraction: "…:59.5+00:00").
+private func instant(_ text: String) -> Date {
+    let formatter = ISO8601DateFormatter()
+    if text.contains(".") {
+        formatter.formatOptions.insert(.withFractionalSeconds)
+    }
+    guard let date = formatter.date(from: text) else {
+        fatalError("bad test date \(text)")
+    }
+    return date
+}
+
+/// "2026-03-29 03:00 +02:00": the wall clock in `timeZone`, read through Foundation's Calendar.
+private func local(_ date: Date?, _ timeZone: TimeZone) -> String? {
+    guard let date else { return nil }
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = timeZone
+    let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)
+    let offset = timeZone.secondsFromGMT(for: date)
+    func two(_ n: Int) -> String { String(format: "%02d", n) }
+    var text = "\(c.year!)-\(two(c.month!))-\(two(c.day!)) \(two(c.hour!)):\(two(c.minute!))"
+    if c.second! != 0 || c.nanosecond! > 1000 {
+        text += ":\(two(c.second!))"
+        if c.nanosecond! > 1000 { text += String(format: ".%03d", (c.nanosecond! + 500_000) / 1_000_000) }
+    }
+    let sign = offset < 0 ? "-" : "+"
+    return text + " \(sign)\(two(abs(offset) / 3600)):\(two(abs(offset) % 3600 / 60))"
+}
+
+/// The first `count` slots after `start`, each as `local(_:_:)` text.
+private func slots(_ text: String, _ zoneName: String = "UTC", after start: String, count: Int) throws -> [String] {
+    let timeZone = zone(zoneName)
+    let schedule = try Schedule(parsing: text, timeZone: timeZone)
+    var result: [String] = []
+    var date = instant(start)
+    for _ in 0..<count {
+        guard let next = schedule.nextDate(after: date) else { break }
+        #expect(next > date)
+        result.append(local(next, timeZone)!)
+        date = next
+    }
+    return result
+}
+
+private func previous(_ text: String, _ zoneName: String = "UTC", atOrBefore date: String) throws -> String? {
+    let timeZone = zone(zoneName)
+    return local(try Schedule(parsing: text, timeZone: timeZone).previousDate(atOrBefore: instant(date)), timeZone)
+}
+
+private let utc = TimeZone(identifier: "UTC")!
+
+@Suite("Schedule parsing")
+struct ScheduleParsingTests {
+    @Test("accepts every documented form", arguments: [
+        "*/5 * * * *", "0 3 * * 1-5", "0,30 9,17 * * *", "10-50/10 * * * *", "5/15 * * * *",
+        "0 0 1 jan,JUL *", "0 12 * * Mon-FRI", "0 0 * * 7", "0 0 * * sat-sun", "0 0 1-7 * mon",
+        "  0 3 * * *  ", "0\t3 * *  *", "@hourly", "@daily", "@midnight", "@weekly", "@monthly",
+        "@yearly", "@annually", "@DAILY", "@every 90s", "@every 1h30m", "@every 1.5s", "@EVERY  10m",
+    ])
+    func acceptsValid(text: String) throws {
+        let schedule = try Schedule(parsing: text, timeZone: utc)
+        #expect(schedule.text == text.trimmingCharacters(in: .whitespaces))
+        #expect(schedule.description == schedule.text)
+    }
+
+    @Test("rejects invalid schedules with a message saying what is wrong", arguments: [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("* * * *", "4 fields; expected 5"),
+        ("* * * * * *", "6 fields; expected 5"),
+        ("60 * * * *", "minute field: 60 is out of range; expected 0-59"),
+        ("* 24 * * *", "hour field: 24 is out of range; expected 0-23"),
+        ("* * 0 * *", "day-of-month field: 0 is out of range; expected 1-31"),
+        ("* * 32 * *", "day-of-month field: 32 is out of range"),
+        ("* * * 13 *", "month field: 13 is out of range; expected 1-12 or jan-dec"),
+        ("* * * * 8", "day-of-week field: 8 is out of range; expected 0-7"),
+        ("*/0 * * * *", "minute field: step \"0\""),
+        ("*/x * * * *", "minute field: step \"x\""),
+        ("*/ * * * *", "minute field: step \"\""),
+        ("1/2/3 * * * *", "more than one \"/\""),
+        ("5-1 * * * *", "minute field: range \"5-1\" runs backwards"),
+        ("1-2-3 * * * *", "not a value or a range"),
+        ("1,,2 * * * *", "empty list item"),
+        ("1, * * * *", "empty list item"),
+        ("mon * * * *", "minute field: \"mon\" is not a valid value; expected 0-59"),
+        ("* * * jan-foo *", "month field: \"foo\" is not a valid value; expected 1-12 or jan-dec"),
+        ("* * * * monday", "day-of-week field: \"monday\""),
+        ("-5 * * * *", "minute field: \"\" is not a valid value"),
+        ("@fortnightly", "unknown macro @fortnightly"),
+        ("@reboot", "unknown macro @reboot"),
+        ("@daily 3", "@daily takes no argument"),
+        ("@every", "\"\" is not a duration"),
+        ("@every 90", "\"90\" is not a duration"),
+        ("@every -5s", "\"-5s\" is not a duration"),
+        ("@every 0s", "at least 1s"),
+        ("@every 500ms", "at least 1s"),
+        ("@every 1.0005s", "whole number of milliseconds"),
+    ])
+    func rejectsInvalid(text: String, fragment: String) {
+        #expect {
+            _ = try Schedule(parsing: text, timeZone: utc)
+        } throws: { error in
+            guard let error = error as? ScheduleError else { return false }
+            let quoted = "invalid schedule \"\(text.trimmingCharacters(in: .whitespaces))\""
+            return error.message.hasPrefix(quoted) && error.message.contains(fragment)
+                && error.description == error.message
+        }
+    }
+
+    @Test func errorMessagesSayWhatIsExpected() {
+        do {
+            _ = try Schedule(parsing: "* * * *", timeZone: utc)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.message.contains("minute hour day-of-month month day-of-week"))
+            #expect(error.message.contains("@every <duration>"))
+        }
+    }
+
+    @Test func equalityFollowsTextAndZone() throws {
+        let a = try Schedule(parsing: "*/5 * * * *", timeZone: utc)
+        #expect(a == (try Schedule(parsing: "*/5 * * * *", timeZone: utc)))
+        #expect(a != (try Schedule(parsing: "*/5 * * * *", timeZone: zone("Europe/Berlin"))))
+        #expect(a != (try Schedule(parsing: "*/10 * * * *", timeZone: utc)))
+    }
+
+    @Test func fixedIntervalOnlyForEvery() throws {
+        #expect(try Schedule(parsing: "@every 1h30m", timeZone: utc).fixedInterval == .seconds(5400))
+        #expect(try Schedule(parsing: "@hourly", timeZone: utc).fixedInterval == nil)
+    }
+}
+
+@Suite("Cron fields")
+struct CronFieldTests {
+    @Test func everyFiveMinutes() throws {
+        #expect(try slots("*/5 * * * *", after: "2026-01-01T00:00:00Z", count: 3)
+            == ["2026-01-01 00:05 +00:00", "2026-01-01 00:10 +00:00", "2026-01-01 00:15 +00:00"])
+    }
+
+    @Test func strictlyAfterAndFractionalSeconds() throws {
+        #expect(try slots("*/15 * * * *", after: "2026-01-01T10:07:00Z", count: 4)
+            == ["2026-01-01 10:15 +00:00", "2026-01-01 10:30 +00:00", "2026-01-01 10:45 +00:00",
+                "2026-01-01 11:00 +00:00"])
+        #expect(try slots("*/5 * * * *", after: "2026-01-01T10:04:59.500Z", count: 1) == ["2026-01-01 10:05 +00:00"])
+        #expect(try slots("*/5 * * * *", after: "2026-01-01T10:05:00Z", count: 1) == ["2026-01-01 10:10 +00:00"])
+        #expect(try slots("*/5 * * * *", after: "2026-01-01T10:05:00.001Z", count: 1) == ["2026-01-01 10:10 +00:00"])
+    }
+
+    @Test func rangeWithStep() throws {
+        #expect(try slots("10-50/10 * * * *", after: "2026-01-01T00:00:00Z", count: 6)
+            == ["2026-01-01 00:10 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:30 +00:00",
+                "2026-01-01 00:40 +00:00", "2026-01-01 00:50 +00:00", "2026-01-01 01:10 +00:00"])
+    }
+
+    @Test func startWithStep() throws {
+        #expect(try slots("5/15 * * * *", after: "2026-01-01T00:00:00Z", count: 5)
+            == ["2026-01-01 00:05 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:35 +00:00",
+                "2026-01-01 00:50 +00:00", "2026-01-01 01:05 +00:00"])
+    }
+
+    @Test func lists() throws {
+        #expect(try slots("0,30 9,17 * * *", after: "2026-01-01T00:00:00Z", count: 5)
+            == ["2026-01-01 09:00 +00:00", "2026-01-01 09:30 +00:00", "2026-01-01 17:00 +00:00",
+                "2026-01-01 17:30 +00:00", "2026-01-02 09:00 +00:00"])
+    }
+
+    @Test func weekdayRange() throws {
+        // 2026-01-02 is a Friday.
+        #expect(try slots("0 3 * * 1-5", after: "2026-01-02T04:00:00Z", count: 3)
+            == ["2026-01-05 03:00 +00:00", "2026-01-06 03:00 +00:00", "2026-01-07 03:00 +00:00"])
+    }
+
+    @Test func namesAreCaseInsensitive() throws {
+        #expect(try slots("0 12 * * Mon-FRI", after: "2026-01-02T13:00:00Z", count: 2)
+            == ["2026-01-05 12:00 +00:00", "2026-01-06 12:00 +00:00"])
+        #expect(try slots("0 0 1 jan,JUL *", after: "2026-01-01T00:00:00Z", count: 2)
+            == ["2026-07-01 00:00 +00:00", "2027-01-01 00:00 +00:00"])
+        #expect(try slots("0 0 1 mar-may/2 *", after: "2026-01-01T00:00:00Z", count: 2)
+            == ["2026-03-01 00:00 +00:00", "2026-05-01 00:00 +00:00"])
+    }
+
+    @Test("Sunday is 0, 7 or sun", arguments: ["0 0 * * 0", "0 0 * * 7", "0 0 * * sun", "0 0 * * SUN"])
+    func sunday(text: String) throws {
+        // 2026-01-04 is a Sunday.
+        #expect(try slots(text, after: "2026-01-01T00:00:00Z", count: 2)
+            == ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"])
+    }
+
+    @Test func weekendRangesEndingOnSunday() throws {
+        let weekend = ["2026-01-03 00:00 +00:00", "2026-01-04 00:00 +00:00", "2026-01-10 00:00 +00:00"]
+        #expect(try slots("0 0 * * sat-sun", after: "2026-01-01T00:00:00Z", count: 3) == weekend)
+        #expect(try slots("0 0 * * 6-7", after: "2026-01-01T00:00:00Z", count: 3) == weekend)
+        #expect(try slots("0 0 * * 6,0", after: "2026-01-01T00:00:00Z", count: 3) == weekend)
+    }
+
+    @Test func thirtyFirstSkipsShortMonths() throws {
+        #expect(try slots("0 0 31 * *", after: "2026-01-01T00:00:00Z", count: 5)
+            == ["2026-01-31 00:00 +00:00", "2026-03-31 00:00 +00:00", "2026-05-31 00:00 +00:00",
+                "2026-07-31 00:00 +00:00", "2026-08-31 00:00 +00:00"])
+        #expect(try previous("0 0 31 * *", atOrBefore: "2026-05-01T00:00:00Z") == "2026-03-31 00:00 +00:00")
+    }
+
+    @Test func leapDayOnlyInLeapYears() throws {
+        #expect(try slots("0 0 29 2 *", after: "2026-01-01T00:00:00Z", count: 3)
+            == ["2028-02-29 00:00 +00:00", "2032-02-29 00:00 +00:00", "2036-02-29 00:00 +00:00"])
+        // 2100 is not a leap year: the longest gap, still inside the 8-year search.
+        #expect(try slots("0 0 29 2 *", after: "2096-03-01T00:00:00Z", count: 1) == ["2104-02-29 00:00 +00:00"])
+        #expect(try previous("0 0 29 2 *", atOrBefore: "2104-02-28T00:00:00Z") == "2096-02-29 00:00 +00:00")
+        #expect(try slots("0 0 28-29 feb *", after: "2027-01-01T00:00:00Z", count: 3)
+            == ["2027-02-28 00:00 +00:00", "2028-02-28 00:00 +00:00", "2028-02-29 00:00 +00:00"])
+    }
+
+    @Test("impossible expressions end instead of looping", arguments: ["0 0 30 2 *", "0 0 31 4,6,9,11 *"])
+    func impossible(text: String) throws {
+        let schedule = try Schedule(parsing: text, timeZone: utc)
+        #expect(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")) == nil)
+        #expect(schedule.previousDate(atOrBefore: instant("2026-01-01T00:00:00Z")) == nil)
+        #expect(schedule.period(after: instant("2026-01-01T00:00:00Z")) == .seconds(8 * 366 * 86_400))
+    }
+
+    @Test func dayOfMonthOrDayOfWeekWhenBothRestricted() throws {
+        // The 13th or any Friday. April 2026: Fridays 3, 10, 17, 24; the 13th is a Monday.
+        #expect(try slots("0 0 13 * 5", after: "2026-04-01T00:00:00Z", count: 5)
+            == ["2026-04-03 00:00 +00:00", "2026-04-10 00:00 +00:00", "2026-04-13 00:00 +00:00",
+                "2026-04-17 00:00 +00:00", "2026-04-24 00:00 +00:00"])
+        #expect(try slots("0 0 1-7 * mon", after: "2026-04-01T00:00:00Z", count: 8).count == 8)
+    }
+
+    @Test func starredDayFieldMeansBothMustMatch() throws {
+        // Vixie cron: a day field starting with "*" (even "*/2") makes the rule AND.
+        // Mondays of April–May 2026: 6, 13, 20, 27, 4, 11, …; odd ones: 13, 27, 11.
+        #expect(try slots("0 0 */2 * 1", after: "2026-04-01T00:00:00Z", count: 3)
+            == ["2026-04-13 00:00 +00:00", "2026-04-27 00:00 +00:00", "2026-05-11 00:00 +00:00"])
+        #expect(try slots("0 0 * * 1", after: "2026-04-01T00:00:00Z", count: 2)
+            == ["2026-04-06 00:00 +00:00", "2026-04-13 00:00 +00:00"])
+        #expect(try slots("0 0 13 * *", after: "2026-04-01T00:00:00Z", count: 2)
+            == ["2026-04-13 00:00 +00:00", "2026-05-13 00:00 +00:00"])
+    }
+
+    @Test("macros", arguments: [
+        ("@hourly", ["2026-01-01 11:00 +00:00", "2026-01-01 12:00 +00:00"]),
+        ("@daily", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
+        ("@midnight", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
+        ("@weekly", ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"]),
+        ("@monthly", ["2026-02-01 00:00 +00:00", "2026-03-01 00:00 +00:00"]),
+        ("@yearly", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
+        ("@annually", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
+    ])
+    func macros(text: String, expected: [String]) throws {
+        #expect(try slots(text, after: "2026-01-01T10:30:00Z", count: 2) == expected)
+    }
+
+    @Test func evaluatedInTheScheduleTimeZone() throws {
+        #expect(try slots("@daily", "Europe/Berlin", after: "2026-01-01T10:30:00Z", count: 1)
+            == ["2026-01-02 00:00 +01:00"])
+        #expect(try slots("0 9 * * *", "Asia/Kolkata", after: "2026-01-01T00:00:00Z", count: 1)
+            == ["2026-01-01 09:00 +05:30"])
+    }
+
+    @Test func previousDate() throws {
+        #expect(try previous("*/5 * * * *", atOrBefore: "2026-01-01T10:05:00Z") == "2026-01-01 10:05 +00:00")
+        #expect(try previous("*/5 * * * *", atOrBefore: "2026-01-01T10:04:59Z") == "2026-01-01 10:00 +00:00")
+        #expect(try previous("*/5 * * * *", atOrBefore: "2026-01-01T10:05:59.900Z") == "2026-01-01 10:05 +00:00")
+        // Monday 02:00 → Friday 03:00.
+        #expect(try previous("0 3 * * 1-5", atOrBefore: "2026-01-05T02:00:00Z") == "2026-01-02 03:00 +00:00")
+        #expect(try previous("0 0 1 1 *", atOrBefore: "2026-06-15T00:00:00Z") == "2026-01-01 00:00 +00:00")
+        #expect(try previous("30 23 31 12 *", atOrBefore: "2026-06-15T00:00:00Z") == "2025-12-31 23:30 +00:00")
+        #expect(try previous("0 0 13 * 5", atOrBefore: "2026-04-16T00:00:00Z") == "2026-04-13 00:00 +00:00")
+        #expect(try previous("10-50/10 * * * *", atOrBefore: "2026-01-01T00:05:00Z") == "2025-12-31 23:50 +00:00")
+    }
+
+    @Test func periodIsTheGapBetweenTheNextTwoSlots() throws {
+        let start = instant("2026-01-01T10:30:00Z")
+        #expect(try Schedule(parsing: "*/5 * * * *", timeZone: utc).period(after: start) == .seconds(300))
+        #expect(try Schedule(parsing: "@daily", timeZone: utc).period(after: start) == .seconds(86_400))
+        #expect(try Schedule(parsing: "0 9,17 * * *", timeZone: utc).period(after: start) == .seconds(16 * 3600))
+        #expect(try Schedule(parsing: "@every 90s", timeZone: utc).period(after: start) == .seconds(90))
+    }
+
+    @Test func sparseScheduleIsFast() throws {
+        // Far apart slots must not be found minute by minute.
+        let schedule = try Schedule(parsing: "0 0 29 2 1", timeZone: zone("Europe/Berlin"))
+        let clock = ContinuousClock()
+        let elapsed = clock.measure {
+            var date = instant("2026-01-01T00:00:00Z")
+            for _ in 0..<200 {
+                date = schedule.nextDate(after: date)!
+            }
+        }
+        #expect(elapsed < .seconds(2))
+    }
+}
+
+@Suite("@every")
+struct EveryTests {
+    @Test func slotsAreMultiplesOfTheIntervalSinceTheEpoch() throws {
+        let schedule = try Schedule(parsing: "@every 90s", timeZone: utc)
+        // 2026-01-01T00:00:00Z = 1_767_225_600 s, a multiple of 90.
+        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")), utc) == "2026-01-01 00:01:30 +00:00")
+        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:01Z")), utc) == "2026-01-01 00:01:30 +00:00")
+        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:01:29.999Z")), utc) == "2026-01-01 00:01:30 +00:00")
+        #expect(local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:29Z")), utc) == "2026-01-01 00:00 +00:00")
+        #expect(local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:30Z")), utc) == "2026-01-01 00:01:30 +00:00")
+    }
+
+    @Test("every instance computes the same slots", arguments: [
+        "2026-05-17T08:13:07Z", "2026-05-17T08:13:07.250Z", "2026-05-17T08:19:59Z", "2026-05-17T08:14:00Z",
+    ])
+    func sameSlotsFromAnyStart(start: String) throws {
+        let schedule = try Schedule(parsing: "@every 7m", timeZone: utc)
+        let next = try #require(schedule.nextDate(after: instant(start)))
+        let seconds = next.timeIntervalSince1970
+        #expect(seconds.truncatingRemainder(dividingBy: 420) == 0)
+        #expect(next > instant(start))
+        #expect(next.timeIntervalSince(instant(start)) <= 420)
+    }
+
+    @Test func timeZoneDoesNotMatter() throws {
+        let start = instant("2026-03-29T00:45:12Z")
+        let dates = try ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata"].map {
+            try Schedule(parsing: "@every 1h", timeZone: zone($0)).nextDate(after: start)
+        }
+        #expect(Set(dates).count == 1)
+        // Hourly since the epoch is :30 past the hour on a +05:30 wall clock.
+        #expect(local(dates[0], zone("Asia/Kolkata")) == "2026-03-29 06:30 +05:30")
+    }
+
+    @Test func millisecondIntervals() throws {
+        let schedule = try Schedule(parsing: "@every 1.5s", timeZone: utc)
+        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")), utc) == "2026-01-01 00:00:01.500 +00:00")
+        let slot = try #require(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")))
+        #expect(schedule.previousDate(atOrBefore: slot) == slot)
+        #expect(schedule.nextDate(after: slot) == instant("2026-01-01T00:00:03Z"))
+    }
+
+    @Test func acrossDSTNothingChanges() throws {
+        let schedule = try Schedule(parsing: "@every 30m", timeZone: zone("Europe/Berlin"))
+        #expect(try slots("@every 30m", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
+            == ["2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00"])
+        #expect(schedule.period(after: instant("2026-03-29T01:00:00+01:00")) == .seconds(1800))
+    }
+}
+
+@Suite("Daylight saving time")
+struct DaylightSavingTests {
+    // Europe/Berlin 2026-03-29: 02:00 CET → 03:00 CEST (02:xx does not exist).
+    // Europe/Berlin 2026-10-25: 03:00 CEST → 02:00 CET (02:xx happens twice).
+    // America/New_York 2026-03-08: 02:00 EST → 03:00 EDT; 2026-11-01: 02:00 EDT → 01:00 EST.
+
+    @Test func berlinSpringForwardSkipsTheMissingTime() throws {
+        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-03-28T00:00:00+01:00", count: 2)
+            == ["2026-03-28 02:30 +01:00", "2026-03-30 02:30 +02:00"])
+        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T23:00:00+02:00")
+            == "2026-03-28 02:30 +01:00")
+    }
+
+    @Test func berlinFallBackRunsOnce() throws {
+        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-24T12:00:00+02:00", count: 3)
+            == ["2026-10-25 02:30 +02:00", "2026-10-26 02:30 +01:00", "2026-10-27 02:30 +01:00"])
+        // From inside the repeated hour, the second 02:30 is not a slot.
+        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-25T02:10:00+01:00", count: 1)
+            == ["2026-10-26 02:30 +01:00"])
+        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:45:00+01:00")
+            == "2026-10-25 02:30 +02:00")
+        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
+            == "2026-10-25 02:30 +02:00")
+    }
+
+    @Test func berlinEveryThirtyMinutesAcrossBothChanges() throws {
+        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-03-29T00:45:00+01:00", count: 4)
+            == ["2026-03-29 01:00 +01:00", "2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00",
+                "2026-03-29 03:30 +02:00"])
+        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-10-25T01:15:00+02:00", count: 5)
+            == ["2026-10-25 01:30 +02:00", "2026-10-25 02:00 +02:00", "2026-10-25 02:30 +02:00",
+                "2026-10-25 03:00 +01:00", "2026-10-25 03:30 +01:00"])
+        // Inside the repeated hour the most recent slot is the first 02:30, later on the wall clock.
+        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
+            == "2026-10-25 02:30 +02:00")
+        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T03:00:00+01:00")
+            == "2026-10-25 03:00 +01:00")
+    }
+
+    @Test func newYorkSpringForward() throws {
+        #expect(try slots("30 2 * * *", "America/New_York", after: "2026-03-07T00:00:00-05:00", count: 2)
+            == ["2026-03-07 02:30 -05:00", "2026-03-09 02:30 -04:00"])
+        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-03-08T00:45:00-05:00", count: 4)
+            == ["2026-03-08 01:00 -05:00", "2026-03-08 01:30 -05:00", "2026-03-08 03:00 -04:00",
+                "2026-03-08 03:30 -04:00"])
+    }
+
+    @Test func newYorkFallBack() throws {
+        #expect(try slots("30 1 * * *", "America/New_York", after: "2026-10-31T12:00:00-04:00", count: 2)
+            == ["2026-11-01 01:30 -04:00", "2026-11-02 01:30 -05:00"])
+        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-11-01T00:15:00-04:00", count: 5)
+            == ["2026-11-01 00:30 -04:00", "2026-11-01 01:00 -04:00", "2026-11-01 01:30 -04:00",
+                "2026-11-01 02:00 -05:00", "2026-11-01 02:30 -05:00"])
+        #expect(try previous("*/30 * * * *", "America/New_York", atOrBefore: "2026-11-01T01:59:00-05:00")
+            == "2026-11-01 01:30 -04:00")
+    }
+
+    @Test func periodAcrossDSTIsRealTime() throws {
+        let berlin = zone("Europe/Berlin")
+        let daily = try Schedule(parsing: "0 12 * * *", timeZone: berlin)
+        #expect(daily.period(after: instant("2026-03-27T13:00:00+01:00")) == .seconds(23 * 3600))
+        #expect(daily.period(after: instant("2026-10-23T13:00:00+02:00")) == .seconds(25 * 3600))
+    }
+
+    /// The slots of `text` in `[from, to)`, found by walking every real minute and
+    /// reading the wall clock through Foundation's Calendar: a matching wall-clock
+    /// minute is a slot the first time the clock shows it.
+    private func referenceSlots(_ text: String, _ timeZone: TimeZone, from: Date, to: Date) throws -> [Date] {
+        guard case .cron(let cron) = try Schedule(parsing: text, timeZone: timeZone).rule else {
+            return []
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        var seen = Set<LocalMinute>()
+        var result: [Date] = []
+        // Start a day early so that wall times shown before `from` count as seen.
+        var date = from.addingTimeInterval(-86_400)
+        while date < to {
+            let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: date)
+            let wall = LocalMinute(year: c.year!, month: c.month!, day: c.day!, hour: c.hour!, minute: c.minute!)
+            if seen.insert(wall).inserted, cron.matches(wall), date >= from {
+                result.append(date)
+            }
+            date = date.addingTimeInterval(60)
+        }
+        return result
+    }
+
+    @Test("agrees with a minute-by-minute walk around DST changes", arguments: [
+        ("Europe/Berlin", "2026-03-28T12:00:00Z"),
+        ("Europe/Berlin", "2026-10-24T12:00:00Z"),
+        ("America/New_York", "2026-03-07T12:00:00Z"),
+        ("America/New_York", "2026-10-31T12:00:00Z"),
+        ("Australia/Lord_Howe", "2026-04-04T00:00:00Z"),  // falls back 30 minutes
+        ("Australia/Lord_Howe", "2026-10-03T00:00:00Z"),  // springs forward 30 minutes
+    ])
+    func matchesReference(zoneName: String, start: String) throws {
+        let timeZone = zone(zoneName)
+        let from = instant(start)
+        let to = from.addingTimeInterval(2 * 86_400)
+        for text in ["* * * * *", "*/30 * * * *", "30 2 * * *", "15,45 1-3 * * *", "*/7 2 * * *", "0 * * * *"] {
+            let schedule = try Schedule(parsing: text, timeZone: timeZone)
+            let expected = try referenceSlots(text, timeZone, from: from, to: to)
+            var actual: [Date] = []
+            var date = from.addingTimeInterval(-1)
+            while let next = schedule.nextDate(after: date), next < to {
+                actual.append(next)
+                date = next
+            }
+            #expect(actual == expected, "\(text) in \(zoneName)")
+
+            // previousDate at and between slots.
+            for (index, slot) in expected.enumerated().dropFirst() {
+                #expect(schedule.previousDate(atOrBefore: slot) == slot, "\(text) in \(zoneName)")
+                #expect(schedule.previousDate(atOrBefore: slot.addingTimeInterval(-1)) == expected[index - 1],
+                        "\(text) in \(zoneName)")
+            }
+        }
+    }
+}
