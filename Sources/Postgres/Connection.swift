@@ -65,6 +65,8 @@ public final class Connection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError(kind: .connection, message: message)
         }
+        // Server NOTICEs ("relation already exists, skipping") are not for the operator's terminal.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         canceller = Mutex(CancelHandle(PQgetCancel(connection)))
     }
@@ -81,6 +83,9 @@ public final class Connection: @unchecked Sendable {
 
     /// True while libpq believes the connection is usable.
     public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The socket, for waiting on notifications together with other events.
+    public var socket: Int32 { PQsocket(handle) }
 
     /// The server process serving this connection (`pg_backend_pid()`).
     public var backendPID: Int32 { PQbackendPID(handle) }

@@ -2,7 +2,7 @@ import ArgumentParser
 import CaretakerCore
 
 @main
-struct Caretaker: AsyncParsableCommand {
+struct Caretaker: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "caretaker",
         abstract: "Maintenance worker for a community app on PostgreSQL.",

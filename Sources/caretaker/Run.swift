@@ -1,20 +1,30 @@
 import ArgumentParser
 import CaretakerCore
+import Logging
 
 extension Caretaker {
     /// `caretaker run [--config PATH] [--low-footprint]`: the daemon.
-    struct Run: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Run the scheduler as a long-running service.")
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the scheduler as a long-running service (systemd Type=notify).",
+            discussion: "Waits for the database while it is unreachable. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml.")
 
         @OptionGroup var common: CommonOptions
 
         @Flag(help: "Low-footprint mode for small machines (SPEC §5).")
         var lowFootprint = false
 
-        func run() async throws {
+        func run() throws {
             try exiting {
-                _ = try common.loadConfiguration(lowFootprint: lowFootprint)
-                throw Failure(.usage, "the daemon is not implemented yet")
+                let configuration = try common.loadConfiguration(lowFootprint: lowFootprint ? true : nil)
+                let daemon: Daemon
+                do {
+                    daemon = try Daemon(configurationPath: configuration.file, lowFootprint: lowFootprint,
+                                        configuration: configuration, logger: Logger(label: "caretaker"))
+                } catch {
+                    throw Failure(.configuration, "configuration error: \(error)")
+                }
+                return daemon.run()
             }
         }
     }

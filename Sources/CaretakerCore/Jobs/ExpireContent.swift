@@ -13,7 +13,7 @@ struct ExpireContent: Job {
     func run(_ context: JobContext) throws -> JobStats {
         let queries = ExpireContentQueries(schema: context.schema, settings: settings)
         if context.dryRun { return try preview(context, queries) }
-        var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0)])
+        var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("batches", 0)])
         try sweep(context, target: queries.packs, stats: &stats)
         if !context.shouldStop {
             try sweep(context, target: queries.posts, stats: &stats)
@@ -44,6 +44,7 @@ struct ExpireContent: Job {
                     return try delete(connection, target, ids: batch.ids)
                 }
                 record(deleted, in: &stats)
+                if !candidates.isEmpty { stats.add("batches") }
             } catch let error as PostgresError where error.isLockNotAvailable {
                 // A cascade met a row the app holds: settle this batch one row at a
                 // time and leave the blocked ones for the next run.

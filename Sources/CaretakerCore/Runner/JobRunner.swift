@@ -109,6 +109,9 @@ public struct JobRunner: Sendable {
             return (.succeeded, try job.run(context), nil)
         } catch let interrupted as JobInterrupted {
             return (.interrupted, interrupted.stats, "stopped by shutdown between batches")
+        } catch where context.isShuttingDown {
+            // The shutdown grace ran out and the running statement was cancelled.
+            return (.interrupted, JobStats(), "stopped by shutdown: \(error)")
         } catch {
             return (.failed, JobStats(), "\(error)")
         }

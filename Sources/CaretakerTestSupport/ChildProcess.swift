@@ -1,0 +1,62 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Starts programs with `posix_spawn` and reaps them with `waitpid`.
+///
+/// Foundation's `Process.waitUntilExit` can hang when the child leaves a
+/// daemon behind (as `pg_ctl start` does), so test support uses this instead.
+public enum ChildProcess {
+    /// Runs `arguments[0]` with its output appended to `logPath`; returns the exit status.
+    @discardableResult
+    public static func run(_ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil) throws -> Int32 {
+        let pid = try spawn(arguments, logPath: logPath, environment: environment)
+        return wait(pid)
+    }
+
+    /// Starts `arguments[0]` and returns its pid without waiting.
+    public static func spawn(_ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil,
+                             newSession: Bool = false) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let output = logPath ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if newSession { posix_spawnattr_setflags(&attributes, Int16(0x80) /* POSIX_SPAWN_SETSID, glibc >= 2.26; not exported to Swift */) }
+        let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let status = withCStrings(arguments) { argv in
+            withCStrings(env) { envp in
+                posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
+            }
+        }
+        guard status == 0 else {
+            throw TemporaryPostgresError(message: "cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        }
+        return pid
+    }
+
+    /// Waits for `pid` and returns its exit status (128 + signal when killed).
+    public static func wait(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if status & 0x7f == 0 { return (status >> 8) & 0xff }
+        return 128 + (status & 0x7f)
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { pointers.forEach { free($0) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

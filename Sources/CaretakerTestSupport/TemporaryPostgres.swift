@@ -1,0 +1,135 @@
+import CaretakerCore
+import Foundation
+import Postgres
+import Synchronization
+
+/// A throwaway PostgreSQL cluster for the test run, in a temporary directory,
+/// listening only on a Unix socket there.
+///
+/// Started once per test process (`shared`), as the `postgres` user when the
+/// tests run as root (initdb refuses root). A watcher process stops the server
+/// and removes the directory when the test process exits, even when it crashes.
+public final class TemporaryPostgres: Sendable {
+    /// The directory holding `data/`, the socket and the server log.
+    public let directory: String
+    public let binDirectory: String
+    private let counter = Atomic<Int>(0)
+    private let templateLock = Mutex(false)
+
+    /// The cluster every test in this process shares; each test gets its own database.
+    public static let shared: TemporaryPostgres = {
+        do { return try TemporaryPostgres() } catch { fatalError("cannot start the test PostgreSQL: \(error)") }
+    }()
+
+    public init() throws {
+        binDirectory = try Self.findBinDirectory()
+        directory = try Self.makeDirectory()
+        try runAsOwner([binDirectory + "/initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust",
+                        "-E", "UTF8", "--no-sync"], log: "initdb.log")
+        try start()
+        try startWatcher()
+    }
+
+    /// The libpq conninfo for `database`.
+    public func conninfo(database: String = "postgres") -> String {
+        "host=\(directory) port=5432 user=postgres dbname=\(database)"
+    }
+
+    /// Connects to `database` as the superuser.
+    public func connect(database: String = "postgres") throws -> Connection {
+        try Connection(.init(conninfo: conninfo(database: database), applicationName: "caretaker-tests"))
+    }
+
+    /// Starts the server (after `stop()`, for outage tests).
+    public func start() throws {
+        let options = "-k \(directory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
+            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+        try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log",
+                        "-o", options, "-w", "start"], log: "pg_ctl.log")
+    }
+
+    /// Stops the server at once (`-m immediate`): what a crash or power loss looks like to clients.
+    public func stop() throws {
+        try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "-w", "stop"], log: "pg_ctl.log")
+    }
+
+    /// A new, empty database named after the test; `migrated` applies caretaker's migrations first
+    /// (copied from a template database, which is much faster than migrating each time).
+    public func makeDatabase(_ name: String = #function, migrated: Bool = true) throws -> String {
+        let database = "t\(counter.add(1, ordering: .relaxed).newValue)_" + String(name.lowercased()
+            .map { $0.isLetter || $0.isNumber ? $0 : "_" }.prefix(40))
+        let admin = try connect()
+        if migrated {
+            try prepareTemplate(admin)
+            try admin.query("CREATE DATABASE \(quoteIdentifier(database)) TEMPLATE caretaker_template")
+        } else {
+            try admin.query("CREATE DATABASE \(quoteIdentifier(database))")
+        }
+        return database
+    }
+
+    private func prepareTemplate(_ admin: Connection) throws {
+        try templateLock.withLock { ready in
+            guard !ready else { return }
+            try admin.query("CREATE DATABASE caretaker_template")
+            let template = try connect(database: "caretaker_template")
+            try Migrator(appSchema: "public").migrate(on: template)
+            try template.query("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+            ready = true
+        }
+    }
+
+    // MARK: Process plumbing
+
+    private static func findBinDirectory() throws -> String {
+        let candidates = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let versions = candidates.compactMap(Int.init).sorted()
+        for version in versions.reversed() {
+            let path = "/usr/lib/postgresql/\(version)/bin"
+            if FileManager.default.isExecutableFile(atPath: path + "/initdb") { return path }
+        }
+        throw TemporaryPostgresError(message: "no PostgreSQL server under /usr/lib/postgresql/*/bin: run scripts/test, which installs it")
+    }
+
+    private static var isRoot: Bool { getuid() == 0 }
+
+    private static func makeDirectory() throws -> String {
+        var template = Array("/tmp/caretaker-pg-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw TemporaryPostgresError(message: "mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        let path = String(cString: made)
+        if isRoot {
+            guard let owner = getpwnam("postgres") else {
+                throw TemporaryPostgresError(message: "running as root but there is no postgres user to run the server as")
+            }
+            chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
+        }
+        return path
+    }
+
+    private func runAsOwner(_ arguments: [String], log: String) throws {
+        let logPath = directory + "/" + log
+        let command = Self.isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments : arguments
+        let status = try ChildProcess.run(command, logPath: logPath)
+        guard status == 0 else {
+            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            let server = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+            throw TemporaryPostgresError(message: "\(arguments[0]) failed (\(status)): \(output)\n\(server.suffix(2000))")
+        }
+    }
+
+    /// A detached shell that waits for this process to exit, then stops the server and removes the directory.
+    private func startWatcher() throws {
+        let stop = Self.isRoot
+            ? "runuser -u postgres -- \(binDirectory)/pg_ctl -D \(directory)/data -m immediate -w stop"
+            : "\(binDirectory)/pg_ctl -D \(directory)/data -m immediate -w stop"
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(directory)"
+        _ = try ChildProcess.spawn(["/bin/sh", "-c", script], newSession: true)
+    }
+}
+
+public struct TemporaryPostgresError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

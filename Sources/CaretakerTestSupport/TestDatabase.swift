@@ -1,0 +1,65 @@
+import CaretakerCore
+import Foundation
+import Logging
+import Postgres
+
+/// A fresh database of its own for one test, on the shared throwaway cluster.
+public struct TestDatabase: @unchecked Sendable {
+    public let name: String
+    public let conninfo: String
+    /// A connection for arranging and inspecting data (not the one jobs run on).
+    public let connection: Connection
+
+    public init(_ test: String = #function, migrated: Bool = true) throws {
+        let server = TemporaryPostgres.shared
+        name = try server.makeDatabase(test, migrated: migrated)
+        conninfo = server.conninfo(database: name)
+        connection = try server.connect(database: name)
+    }
+
+    /// A `jobs.toml` pointing at this database, followed by `extra` (tables other than `[database]`).
+    public func configurationText(_ extra: String = "") -> String {
+        "[database]\nurl = \"\(conninfo)\"\n\n" + extra
+    }
+
+    public func configuration(_ extra: String = "") throws -> Configuration {
+        try ConfigurationLoader.parse(configurationText(extra), file: "test.toml")
+    }
+
+    /// Writes the configuration to a file (for the CLI) and returns its path.
+    public func writeConfiguration(_ extra: String = "") throws -> String {
+        let path = NSTemporaryDirectory() + "caretaker-\(name).toml"
+        try configurationText(extra).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// Runs a job once on a new connection, as `caretaker once` would, and returns the outcome.
+    @discardableResult
+    public func run(_ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
+                    mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobRunner.Outcome {
+        let configuration = try configuration(extra)
+        guard let jobConfiguration = configuration.job(named: job) else {
+            throw TemporaryPostgresError(message: "no job \(job)")
+        }
+        let output = logOutput ?? LineOutput.capturing()
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: output) }
+        let runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
+        let jobConnection = try TemporaryPostgres.shared.connect(database: name)
+        return try runner.run(.init(job: jobConfiguration, trigger: trigger, dryRun: dryRun), on: jobConnection)
+    }
+
+    /// Runs a job and returns its stats, failing when it did not succeed.
+    public func runSucceeding(_ job: String, _ extra: String = "", dryRun: Bool = false,
+                              mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobStats {
+        let outcome = try run(job, extra, dryRun: dryRun, mail: mail, logOutput: logOutput)
+        guard case .finished(_, .succeeded, let stats, _) = outcome else {
+            throw TemporaryPostgresError(message: "\(job) did not succeed: \(outcome)")
+        }
+        return stats
+    }
+
+    /// The first column of the first row, as an integer.
+    public func count(_ sql: String, _ parameters: any PostgresBindable...) throws -> Int {
+        try connection.query(sql, parameters).first?[0].flatMap { Int($0) } ?? 0
+    }
+}

@@ -1,0 +1,206 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Postgres
+import Testing
+
+/// `expire-content` against a real PostgreSQL: lifetimes, boundaries, packs before posts, locks, batches.
+@Suite struct ExpireContentTests {
+    let db: TestDatabase
+
+    init() throws {
+        db = try TestDatabase()
+    }
+
+    /// Inserts a pack created `age` ago (an interval literal such as `'24 hours'`); returns its id.
+    func pack(age: String, admin: Bool = false, members: Int = 0) throws -> Int64 {
+        let id = try db.connection.query("""
+            INSERT INTO packs (name, is_admin, created_at) VALUES ('p', $1, now() - $2::interval) RETURNING id
+            """, admin, age).first!.int64("id")!
+        for _ in 0..<members {
+            try db.connection.query("""
+                WITH u AS (INSERT INTO users (email, password_hash) VALUES (gen_random_uuid()::text || '@x.test', 'h') RETURNING id)
+                INSERT INTO pack_members (pack_id, user_id) SELECT $1, id FROM u
+                """, id)
+        }
+        return id
+    }
+
+    @discardableResult
+    func post(in pack: Int64, likes: Int, age: String) throws -> Int64 {
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at) VALUES ($1, $2, now() - $3::interval) RETURNING id
+            """, pack, likes, age).first!.int64("id")!
+    }
+
+    func exists(post id: Int64) throws -> Bool {
+        try db.count("SELECT count(*) FROM posts WHERE id = $1", id) == 1
+    }
+
+    func exists(pack id: Int64) throws -> Bool {
+        try db.count("SELECT count(*) FROM packs WHERE id = $1", id) == 1
+    }
+
+    @Test("a post lives L(likes): kept one minute before its deadline, deleted one minute after",
+          arguments: [(0, 24 * 60), (50, 36 * 60), (100, 48 * 60), (250, 48 * 60), (-7, 24 * 60)])
+    func postBoundaries(likes: Int, lifetimeMinutes: Int) throws {
+        let admin = try pack(age: "100 days", admin: true)
+        let early = try post(in: admin, likes: likes, age: "\(lifetimeMinutes - 1) minutes")
+        let late = try post(in: admin, likes: likes, age: "\(lifetimeMinutes + 1) minutes")
+        let stats = try db.runSucceeding("expire-content")
+        #expect(try exists(post: early), "a post with \(likes) likes was deleted before its deadline")
+        #expect(try !exists(post: late), "a post with \(likes) likes outlived its deadline")
+        #expect(stats["posts_deleted"] == 1)
+        #expect(stats["packs_deleted"] == 0)
+    }
+
+    @Test("a pack's popularity is members plus the likes of its posts")
+    func packBoundaries() throws {
+        // 30 members + 20 likes = 50 → 36 h.
+        let keptPack = try pack(age: "\(36 * 60 - 1) minutes", members: 30)
+        try post(in: keptPack, likes: 20, age: "1 minute")
+        let gonePack = try pack(age: "\(36 * 60 + 1) minutes", members: 30)
+        try post(in: gonePack, likes: 20, age: "1 minute")
+        // No members, no likes → 24 h.
+        let lonely = try pack(age: "\(24 * 60 + 1) minutes")
+        let stats = try db.runSucceeding("expire-content")
+        #expect(try exists(pack: keptPack))
+        #expect(try !exists(pack: gonePack))
+        #expect(try !exists(pack: lonely))
+        #expect(stats["packs_deleted"] == 2)
+        #expect(stats["posts_deleted"] == 1, "the fresh post of the deleted pack goes with it and is counted")
+    }
+
+    @Test("admin packs never expire, but their posts do")
+    func adminPacks() throws {
+        let admin = try pack(age: "400 days", admin: true)
+        let old = try post(in: admin, likes: 0, age: "3 days")
+        let fresh = try post(in: admin, likes: 0, age: "1 hour")
+        try db.runSucceeding("expire-content")
+        #expect(try exists(pack: admin))
+        #expect(try !exists(post: old))
+        #expect(try exists(post: fresh))
+    }
+
+    @Test("a deleted pack takes its posts, and stats count them")
+    func packWithPosts() throws {
+        let doomed = try pack(age: "3 days")
+        for _ in 0..<3 { try post(in: doomed, likes: 0, age: "1 hour") }
+        let admin = try pack(age: "3 days", admin: true)
+        try post(in: admin, likes: 0, age: "2 days")
+        let stats = try db.runSucceeding("expire-content")
+        #expect(stats["packs_deleted"] == 1)
+        #expect(stats["posts_deleted"] == 4)
+        #expect(try db.count("SELECT count(*) FROM posts WHERE pack_id = $1", doomed) == 0)
+    }
+
+    @Test("dry run reports what would go and changes nothing")
+    func dryRun() throws {
+        let doomed = try pack(age: "3 days")
+        try post(in: doomed, likes: 0, age: "1 hour")
+        let admin = try pack(age: "3 days", admin: true)
+        try post(in: admin, likes: 0, age: "2 days")
+        try post(in: admin, likes: 0, age: "2 hours")
+        let stats = try db.runSucceeding("expire-content", dryRun: true)
+        #expect(stats["packs_deleted"] == 1)
+        #expect(stats["posts_deleted"] == 2)
+        #expect(try db.count("SELECT count(*) FROM packs") == 2)
+        #expect(try db.count("SELECT count(*) FROM posts") == 3)
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE dry_run") == 1)
+    }
+
+    @Test("a post locked by the app is skipped without waiting and deleted by the next run")
+    func lockedPostSkipped() throws {
+        let admin = try pack(age: "3 days", admin: true)
+        let locked = try post(in: admin, likes: 0, age: "2 days")
+        let free = try post(in: admin, likes: 0, age: "2 days")
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.query("BEGIN")
+        try app.query("SELECT id FROM posts WHERE id = $1 FOR UPDATE", locked)
+        let started = ContinuousClock.now
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"10s\"\n")
+        #expect(ContinuousClock.now - started < .seconds(5), "the run waited for the app's lock")
+        #expect(stats["posts_deleted"] == 1)
+        #expect(try exists(post: locked))
+        #expect(try !exists(post: free))
+        try app.query("COMMIT")
+        #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 1)
+        #expect(try !exists(post: locked))
+    }
+
+    @Test("a pack whose post the app holds is left for the next run after lock_timeout")
+    func lockedCascadeSkipped() throws {
+        let blocked = try pack(age: "3 days")
+        let held = try post(in: blocked, likes: 0, age: "1 hour")
+        let other = try pack(age: "3 days")
+        try post(in: other, likes: 0, age: "1 hour")
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.query("BEGIN")
+        try app.query("SELECT id FROM posts WHERE id = $1 FOR UPDATE", held)
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"200ms\"\n")
+        #expect(stats["packs_deleted"] == 1)
+        #expect(try exists(pack: blocked))
+        #expect(try !exists(pack: other))
+        try app.query("ROLLBACK")
+        #expect(try db.runSucceeding("expire-content")["packs_deleted"] == 1)
+        #expect(try !exists(pack: blocked))
+    }
+
+    @Test("2,500 due posts go in batches of batch_size")
+    func batches() throws {
+        let admin = try pack(age: "3 days", admin: true)
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT $1, 0, now() - interval '3 days' - g * interval '1 second' FROM generate_series(1, 2500) g
+            """, admin)
+        try post(in: admin, likes: 0, age: "1 hour")
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 1000\n")
+        #expect(stats["posts_deleted"] == 2500)
+        #expect(stats["batches"] == 3)
+        #expect(try db.count("SELECT count(*) FROM posts") == 1)
+    }
+
+    @Test("max_runtime stops between batches; the next run finishes the work")
+    func maxRuntime() throws {
+        let admin = try pack(age: "3 days", admin: true)
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT $1, 0, now() - interval '3 days' FROM generate_series(1, 50) g
+            """, admin)
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 10\nmax_runtime = \"1ms\"\n")
+        #expect(stats["posts_deleted"] < 50)
+        #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 50 - stats["posts_deleted"])
+    }
+
+    @Test("configured lifetimes and popularity thresholds are honoured")
+    func configuredLifetimes() throws {
+        let admin = try pack(age: "100 days", admin: true)
+        // min 1h, max 3h, full at 10 likes: 5 likes → 2h.
+        let kept = try post(in: admin, likes: 5, age: "119 minutes")
+        let gone = try post(in: admin, likes: 5, age: "121 minutes")
+        try db.runSucceeding("expire-content", """
+            [jobs.expire-content]
+            min_lifetime = "1h"
+            max_lifetime = "3h"
+            post_full_popularity = 10
+            """)
+        #expect(try exists(post: kept))
+        #expect(try !exists(post: gone))
+    }
+
+    @Test("with nothing due, the post query reads through the index, not the table")
+    func usesIndex() throws {
+        let admin = try pack(age: "1 hour", admin: true)
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT $1, 0, now() - g * interval '1 second' FROM generate_series(1, 20000) g
+            """, admin)
+        try db.connection.query("ANALYZE posts")
+        let plan = try db.connection.query("""
+            EXPLAIN SELECT s.id FROM posts s
+            WHERE s.created_at <= now() - interval '24 hours' AND (s.created_at, s.id) > ('-infinity', 0)
+            ORDER BY s.created_at, s.id LIMIT 1000 FOR UPDATE SKIP LOCKED
+            """).rows.compactMap { $0[0] }.joined(separator: "\n")
+        #expect(plan.contains("posts_created_idx"), "plan:\n\(plan)")
+        #expect(!plan.contains("Seq Scan"), "plan:\n\(plan)")
+    }
+}

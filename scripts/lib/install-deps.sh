@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# Installs the Debian packages caretaker needs to build and test, when missing.
+install_deps() {
+    local wanted=(libpq-dev libcurl4-openssl-dev libcrypt-dev postgresql postgresql-contrib python3-aiosmtpd pkg-config util-linux)
+    local missing=()
+    for package in "${wanted[@]}"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
