@@ -18,16 +18,32 @@ public enum ChildProcess {
         return wait(pid)
     }
 
+    /// Runs `arguments[0]` with standard output and standard error in separate files.
+    public static func run(_ arguments: [String], stdoutPath: String, stderrPath: String,
+                           environment: [String: String]? = nil) throws -> Int32 {
+        wait(try spawn(arguments, stdoutPath: stdoutPath, stderrPath: stderrPath, environment: environment))
+    }
+
     /// Starts `arguments[0]` and returns its pid without waiting.
     public static func spawn(_ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil,
                              newSession: Bool = false) throws -> pid_t {
+        let output = logPath ?? "/dev/null"
+        return try spawn(arguments, stdoutPath: output, stderrPath: nil, environment: environment, newSession: newSession)
+    }
+
+    /// Starts `arguments[0]` with its output in `stdoutPath` (and `stderrPath`, or the same file).
+    public static func spawn(_ arguments: [String], stdoutPath: String, stderrPath: String?,
+                             environment: [String: String]? = nil, newSession: Bool = false) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let output = logPath ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        if let stderrPath {
+            posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -221,7 +221,7 @@ public final class Connection: @unchecked Sendable {
         guard let message else { return "unknown libpq error" }
         let text = String(cString: message)
         let trimmedText = text.split(whereSeparator: \.isNewline)
-            .map { $0.trimmingPrefix("ERROR:  ") }
+            .map { $0.trimmingPrefix("ERROR:  ").drop { $0 == " " || $0 == "\t" } }
             .joined(separator: "; ")
         return trimmedText.isEmpty ? "unknown libpq error" : trimmedText
     }

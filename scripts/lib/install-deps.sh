@@ -13,3 +13,11 @@ install_deps() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# Puts the Swift toolchain on PATH when it is installed but not found.
+ensure_swift() {
+    if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+        export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "swift not found: install Swift 6.1 or newer" >&2; exit 1; }
+}

@@ -1,0 +1,145 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Testing
+
+/// The built `caretaker` binary, end to end: exit codes and output.
+@Suite struct CLITests {
+    @Test("--version prints the version")
+    func version() throws {
+        let result = try Caretaker.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains(caretakerVersion))
+    }
+
+    @Test("once, then history as a table and as JSON, with filters")
+    func onceAndHistory() throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration()
+        let once = try Caretaker.run(["once", "expire-content", "prune", "--config", config])
+        #expect(once.status == 0, "\(once.stderr)")
+        #expect(once.stderr.contains("msg=\"run finished\" job=expire-content"))
+        let table = try Caretaker.run(["history", "--config", config])
+        let lines = table.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("ID  JOB") == true, "\(table.stdout)")
+        #expect(lines.count == 3)
+        let filtered = try Caretaker.run(["history", "--job", "prune", "--status", "succeeded", "--limit", "5", "--json", "--config", config])
+        let runs = try JSONSerialization.jsonObject(with: Data(filtered.stdout.utf8)) as? [[String: Any]]
+        #expect(runs?.count == 1)
+        #expect(runs?.first?["job"] as? String == "prune")
+        #expect(runs?.first?["trigger"] as? String == "manual")
+        #expect((runs?.first?["stats"] as? [String: Any])?["runs_deleted"] as? Int == 0)
+    }
+
+    @Test("an unknown job is a usage error listing the valid ones (64)")
+    func unknownJob() throws {
+        let db = try TestDatabase()
+        let result = try Caretaker.run(["once", "expire-contnet", "--config", db.writeConfiguration()])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("valid jobs: expire-content, logout-inactive"))
+    }
+
+    @Test("bad flags are usage errors (64)")
+    func badFlag() throws {
+        #expect(try Caretaker.run(["once", "--al"]).status == 64)
+        #expect(try Caretaker.run(["history", "--limit", "zero"]).status == 64)
+    }
+
+    @Test("a configuration typo exits 78 naming file, line and key")
+    func configurationTypo() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration("[jobs.prune]\nkeep_histroy = \"30d\"\n")
+        let result = try Caretaker.run(["once", "prune", "--config", path])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("\(path):5: jobs.prune.keep_histroy: unknown key"), "\(result.stderr)")
+    }
+
+    @Test("a bad value exits 78 naming the key")
+    func badValue() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration("[jobs.expire-content]\nschedule = \"*/5 * * *\"\n")
+        let result = try Caretaker.run(["jobs", "--config", path])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains(":5: jobs.expire-content.schedule:"), "\(result.stderr)")
+    }
+
+    @Test("an unreachable database exits 69 after connect_timeout")
+    func unreachable() throws {
+        let path = NSTemporaryDirectory() + "caretaker-unreachable.toml"
+        try """
+            [database]
+            url = "host=/nonexistent-socket-dir port=5432 user=postgres dbname=x"
+            connect_timeout = "2s"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        for command in [["once", "prune"], ["jobs"], ["history"], ["migrate"], ["check"]] {
+            let result = try Caretaker.run(command + ["--config", path])
+            #expect(result.status == 69, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("database unavailable"))
+        }
+    }
+
+    @Test("a failing job makes once exit 1 and does not stop the others")
+    func failingJob() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration("""
+            [jobs.broken]
+            schedule = "@hourly"
+            sql = "DELETE FROM no_such_table"
+            """)
+        let result = try Caretaker.run(["once", "broken", "prune", "--config", path])
+        #expect(result.status == 1)
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'prune' AND status = 'succeeded'") == 1)
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'broken' AND status = 'failed' AND error LIKE '%no_such_table%'") == 1)
+    }
+
+    @Test("once exits 75 when another process is running the job")
+    func busy() throws {
+        let db = try TestDatabase()
+        let holder = try TemporaryPostgres.shared.connect(database: db.name)
+        try holder.query("SELECT pg_advisory_lock(caretaker.job_lock_key('prune'))")
+        let result = try Caretaker.run(["once", "prune", "--config", db.writeConfiguration()])
+        #expect(result.status == 75, "\(result.stdout) \(result.stderr)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0)
+    }
+
+    @Test("migrate twice, then check is healthy; check names a dropped column and exits 1")
+    func migrateAndCheck() throws {
+        let db = try TestDatabase(migrated: false)
+        let path = try db.writeConfiguration()
+        #expect(try Caretaker.run(["migrate", "--dry-run", "--config", path]).stdout.contains("would apply"))
+        #expect(try Caretaker.run(["migrate", "--config", path]).status == 0)
+        let again = try Caretaker.run(["migrate", "--config", path])
+        #expect(again.stdout.contains("up to date"))
+        let healthy = try Caretaker.run(["check", "--config", path])
+        #expect(healthy.status == 0, "\(healthy.stdout)")
+        try db.connection.query("ALTER TABLE sessions DROP COLUMN last_seen_at")
+        let broken = try Caretaker.run(["check", "--json", "--config", path])
+        #expect(broken.status == 1)
+        #expect(broken.stdout.contains("public.sessions.last_seen_at is missing"), "\(broken.stdout)")
+    }
+
+    @Test("check reports a failed job and a stale one, naming them")
+    func checkHealth() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration()
+        try db.connection.query("""
+            INSERT INTO caretaker.job_runs (job, trigger, status, started_at, finished_at, error, host, pid)
+            VALUES ('expire-content', 'schedule', 'failed', now(), now(), 'boom', 'h', 1),
+                   ('prune', 'schedule', 'succeeded', now() - interval '4 days', now() - interval '4 days', NULL, 'h', 1)
+            """)
+        let result = try Caretaker.run(["check", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("job expire-content") && result.stdout.contains("last run failed: boom"), "\(result.stdout)")
+        #expect(result.stdout.contains("last success is older than stale_after (3d)"), "\(result.stdout)")
+    }
+
+    @Test("jobs lists each job with its next run")
+    func jobsListing() throws {
+        let db = try TestDatabase()
+        let result = try Caretaker.run(["jobs", "--json", "--config", db.writeConfiguration()])
+        #expect(result.status == 0)
+        let jobs = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        #expect(jobs?.map { $0["job"] as? String } == ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"])
+        #expect(jobs?.first?["next_run"] as? String != "never")
+    }
+}
