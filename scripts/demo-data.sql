@@ -4,7 +4,7 @@ INSERT INTO users (id, email, display_name, password_hash, created_at, deleted_a
     (2, 'bob@example.org',   'Bob',   'x', now() - interval '80 days', NULL),
     (3, 'carol@example.org', 'Carol', 'x', now() - interval '70 days', NULL),
     (4, 'dave@example.org',  'Dave',  'x', now() - interval '60 days', now() - interval '1 day');
-SELECT setval(pg_get_serial_sequence('users', 'id'), 10);
+SELECT setval(pg_get_serial_sequence('users', 'id'), 10) \g /dev/null
 
 -- Packs: (name, age, admin, members) — lifetime is 24 h plus up to 24 h more with popularity.
 INSERT INTO packs (id, name, created_at, is_admin) VALUES
@@ -13,7 +13,7 @@ INSERT INTO packs (id, name, created_at, is_admin) VALUES
     (3, 'popular pack (30h old, 3 members+likes)',  now() - interval '30 hours', false),
     (4, 'old popular pack (49h old)',               now() - interval '49 hours', false),
     (5, 'admin announcements (400 days old)',       now() - interval '400 days', true);
-SELECT setval(pg_get_serial_sequence('packs', 'id'), 10);
+SELECT setval(pg_get_serial_sequence('packs', 'id'), 10) \g /dev/null
 INSERT INTO pack_members (pack_id, user_id) VALUES (3, 1), (3, 2), (3, 3), (4, 1), (4, 2);
 
 -- Posts: likes stretch a post's life from 24 h (0 likes) to 48 h (100+ likes).
@@ -41,7 +41,7 @@ INSERT INTO communities (id, name, leader_id, successor_id) VALUES
     (1, 'Hiking club (leader left)', 2, 3),
     (2, 'Chess club (leader deleted)', 4, NULL),
     (3, 'Book club (healthy)', 1, NULL);
-SELECT setval(pg_get_serial_sequence('communities', 'id'), 10);
+SELECT setval(pg_get_serial_sequence('communities', 'id'), 10) \g /dev/null
 INSERT INTO community_members (community_id, user_id, joined_at) VALUES
     (1, 1, now() - interval '30 days'), (1, 3, now() - interval '10 days'),
     (2, 4, now() - interval '40 days'), (2, 2, now() - interval '20 days'), (2, 1, now() - interval '20 days'),
