@@ -3,7 +3,10 @@ import Postgres
 /// `prune`: deletes old run history, long-revoked sessions and finished reset requests, in batches.
 ///
 /// History of every status is kept for `keep_history`, so failed runs stay
-/// visible exactly as long as successful ones.
+/// visible exactly as long as successful ones. A `running` row is never pruned,
+/// nor the latest run of each job in each status: a job that runs less often
+/// than `keep_history` (an operator's monthly job) keeps its last success and
+/// last failure, so `check` does not mistake it for one that never ran.
 struct Prune: Job {
     let settings: PruneSettings
 
@@ -11,7 +14,8 @@ struct Prune: Job {
         let s = context.schema
         let targets: [(counter: String, table: String, key: String, condition: String, keep: Duration)] = [
             ("runs_deleted", "caretaker.job_runs", "id",
-             "started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running'", settings.keepHistory),
+             "started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running' AND \(Self.supersededRun)",
+             settings.keepHistory),
             ("slots_deleted", "caretaker.job_slots", "ctid",
              "slot < now() - $1::bigint * interval '1 microsecond'", settings.keepHistory),
             ("sessions_deleted", "\(s).sessions", "id",
@@ -46,4 +50,11 @@ struct Prune: Job {
         if context.isShuttingDown { throw JobInterrupted(stats: stats) }
         return stats
     }
+
+    /// True for a `job_runs` row when a later run of the same job ended the same way.
+    static let supersededRun = """
+        EXISTS (SELECT 1 FROM caretaker.job_runs later
+                WHERE later.job = job_runs.job AND later.status = job_runs.status
+                  AND (later.started_at, later.id) > (job_runs.started_at, job_runs.id))
+        """
 }
