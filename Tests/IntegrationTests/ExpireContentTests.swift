@@ -204,3 +204,41 @@ import Testing
         #expect(!plan.contains("Seq Scan"), "plan:\n\(plan)")
     }
 }
+
+/// The page sweep that takes over when much of a large table is due.
+@Suite struct ExpireContentSweepTests {
+    @Test("a large backlog is swept page range by page range; locked rows are skipped, the rest are exact")
+    func sweep() throws {
+        let db = try TestDatabase()
+        let admin = try db.connection.query("INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id")
+            .first!.int64("id")!
+        // 150,000 posts: likes 0–149 and ages 0–72 h, so most are due and some wait on their likes.
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at, body)
+            SELECT $1, g % 150, now() - (g % 4320) * interval '1 minute', repeat('post body ', 12)
+            FROM generate_series(1, 150000) g
+            """, admin)
+        try db.connection.query("VACUUM ANALYZE posts")
+        let expected = try db.count("""
+            SELECT count(*) FROM posts
+            WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' <= now()
+            """)
+        let locked = try db.connection.query("""
+            SELECT id FROM posts WHERE created_at < now() - interval '60 hours' ORDER BY id LIMIT 1
+            """).first!.int64("id")!
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.query("BEGIN")
+        try app.query("SELECT 1 FROM posts WHERE id = $1 FOR UPDATE", locked)
+        let stats = try db.runSucceeding("expire-content")
+        #expect(stats["swept_pages"] > 0, "the sweep was not chosen: \(stats)")
+        #expect(stats["posts_deleted"] == expected - 1, "\(stats)")
+        #expect(try db.count("SELECT count(*) FROM posts WHERE id = $1", locked) == 1)
+        #expect(try db.count("""
+            SELECT count(*) FROM posts
+            WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' > now()
+            """) == 150000 - expected, "a post was deleted before its deadline")
+        #expect(stats["batch_max_ms"] > 0)
+        try app.query("ROLLBACK")
+        #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 1)
+    }
+}

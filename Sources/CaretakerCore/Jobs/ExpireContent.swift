@@ -1,100 +1,232 @@
+import Foundation
 import Postgres
 
 /// `expire-content`: deletes packs, then posts, whose popularity-dependent lifetime has passed.
 ///
 /// Lifetime `L(p) = min + (max − min) × min(1, max(p, 0) / full)`; a thing is due when
-/// `created_at + L(p) <= now()` on the database clock. Each batch locks its due
-/// rows with `SKIP LOCKED`, re-checks the deadline in the `DELETE` itself (likes
-/// may have arrived meanwhile), and moves a keyset cursor forward so no batch
-/// re-reads what an earlier one settled.
+/// `created_at + L(p) <= now()` on the database clock. Every batch is a short
+/// transaction that re-checks the deadline in the `DELETE` itself (likes may have
+/// arrived meanwhile) and never waits long for rows the app holds.
+///
+/// Posts take one of two paths, chosen per run from a small sample of the table:
+/// - **index path** (steady state, little due): posts older than the maximum
+///   lifetime by keyset over `(created_at, id)`, then the rest by one index probe
+///   per popularity bucket on `(likes, created_at)` — cost follows what is due,
+///   not the posts waiting for their extended deadline;
+/// - **page sweep** (a backlog): `DELETE` over consecutive ranges of heap pages
+///   (a TID range scan), so no batch re-reads what an earlier one settled. A range
+///   that meets a row the app holds gives up after a short lock timeout and is
+///   redone with `SKIP LOCKED`.
 struct ExpireContent: Job {
     let settings: ExpireContentSettings
+
+    /// Below this many heap pages the index path is always right.
+    static let sweepMinimumPages = 2_000
+    /// The due share of a sampled table from which the page sweep is faster.
+    static let sweepMinimumDueShare = 0.2
+    /// A sweep range waits at most this long for a row lock before it skips locked rows.
+    static let sweepLockTimeout: Duration = .milliseconds(50)
 
     func run(_ context: JobContext) throws -> JobStats {
         let queries = ExpireContentQueries(schema: context.schema, settings: settings)
         if context.dryRun { return try preview(context, queries) }
-        var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("batches", 0)])
-        try sweep(context, target: queries.packs, stats: &stats)
+        var progress = Progress()
+        try expirePacks(context, queries, &progress)
         if !context.shouldStop {
-            try sweep(context, target: queries.posts, stats: &stats)
+            if try shouldSweep(context) {
+                try sweepPosts(context, queries, &progress)
+            } else {
+                try expirePostsByIndex(context, queries, &progress)
+            }
         }
-        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
-        return stats
+        if context.isShuttingDown { throw JobInterrupted(stats: progress.stats) }
+        return progress.stats
     }
 
     /// Counts what a real run would delete now, changing nothing.
     private func preview(_ context: JobContext, _ queries: ExpireContentQueries) throws -> JobStats {
         let row = try context.inBatch { connection in
-            try connection.query(queries.preview, queries.lifetimeParameters).first
+            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)]).first
         }
         return JobStats([("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0)])
     }
 
-    /// Deletes everything due in `target`, batch by batch, until nothing is left,
-    /// `max_runtime` passes, or the worker shuts down.
-    private func sweep(_ context: JobContext, target: ExpireContentQueries.Target, stats: inout JobStats) throws {
+    // MARK: Packs and the index path
+
+    private func expirePacks(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
+        try keysetBatches(context, select: queries.selectDuePacks, delete: queries.deletePacks,
+                          parameters: queries.packParameters, progress: &progress)
+    }
+
+    private func expirePostsByIndex(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
+        try keysetBatches(context, select: queries.selectPostsPastMaximum, delete: queries.deletePosts,
+                          parameters: queries.lifetimeParameters, progress: &progress)
+        guard !context.shouldStop else { return }
+        if settings.postFullPopularity <= ExpireContentQueries.maximumBuckets {
+            try bucketBatches(context, queries, &progress)
+        } else {
+            try keysetBatches(context, select: queries.selectDuePosts, delete: queries.deletePosts,
+                              parameters: queries.lifetimeParameters, progress: &progress)
+        }
+    }
+
+    /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
+    private func keysetBatches(_ context: JobContext, select: String, delete: String,
+                               parameters: [any PostgresBindable], progress: inout Progress) throws {
         var cursor = KeysetCursor.start
         while !context.shouldStop {
-            var candidates: [Int64] = []
-            do {
-                let deleted = try context.inBatch { connection in
-                    let batch = try selectDue(connection, target, after: cursor, limit: context.job.batchSize)
-                    candidates = batch.ids
-                    cursor = batch.last ?? cursor
-                    return try delete(connection, target, ids: batch.ids)
+            let candidates = try batch(context, delete: delete, parameters: parameters, progress: &progress) { connection in
+                let rows = try connection.query(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize]).rows
+                if let last = rows.last, let created = last["created_at"], let id = last.int64("id") {
+                    cursor = KeysetCursor(createdAt: created, id: id)
                 }
-                record(deleted, in: &stats)
-                if !candidates.isEmpty { stats.add("batches") }
-            } catch let error as PostgresError where error.isLockNotAvailable {
-                // A cascade met a row the app holds: settle this batch one row at a
-                // time and leave the blocked ones for the next run.
-                context.logger.info("rows locked by the app; retrying batch row by row",
-                                    metadata: ["table": "\(target.table)", "rows": "\(candidates.count)"])
-                record(try deleteOneByOne(context, target, ids: candidates), in: &stats)
+                return rows.compactMap { $0.int64("id") }
             }
-            if candidates.count < context.job.batchSize { break }
+            if candidates < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
     }
 
-    private func record(_ deleted: Deleted, in stats: inout JobStats) {
-        stats.add("packs_deleted", deleted.packs)
-        stats.add("posts_deleted", deleted.posts)
-    }
-
-    private func selectDue(_ connection: Connection, _ target: ExpireContentQueries.Target,
-                           after cursor: KeysetCursor, limit: Int) throws -> (ids: [Int64], last: KeysetCursor?) {
-        let rows = try connection.query(target.selectDue, target.lifetimeParameters
-            + [cursor.createdAt, cursor.id, limit]).rows
-        let ids = rows.compactMap { $0.int64("id") }
-        let last = rows.last.flatMap { row in
-            row["created_at"].flatMap { created in row.int64("id").map { KeysetCursor(createdAt: created, id: $0) } }
+    /// Batches of due posts found bucket by bucket; what is returned is due, so each batch starts afresh.
+    private func bucketBatches(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
+        while !context.shouldStop {
+            let candidates = try batch(context, delete: queries.deletePosts, parameters: queries.lifetimeParameters,
+                                       progress: &progress) { connection in
+                try connection.query(queries.selectPostsByBucket, queries.lifetimeParameters + [context.job.batchSize])
+                    .rows.compactMap { $0.int64("id") }
+            }
+            if candidates < context.job.batchSize { break }
+            context.pauseBetweenBatches()
         }
-        return (ids, last)
     }
 
-    private func delete(_ connection: Connection, _ target: ExpireContentQueries.Target, ids: [Int64]) throws -> Deleted {
-        guard !ids.isEmpty else { return Deleted() }
-        let row = try connection.query(target.deleteDue, target.lifetimeParameters + [PostgresArray(ids)]).first
-        return Deleted(packs: row?.int("packs") ?? 0, posts: row?.int("posts") ?? 0)
-    }
-
-    private func deleteOneByOne(_ context: JobContext, _ target: ExpireContentQueries.Target, ids: [Int64]) throws -> Deleted {
-        var total = Deleted()
-        for id in ids where !context.shouldStop {
-            do {
-                let deleted = try context.inBatch { connection in try delete(connection, target, ids: [id]) }
-                total.packs += deleted.packs
-                total.posts += deleted.posts
-            } catch let error as PostgresError where error.isLockNotAvailable {
-                context.logger.info("row locked by the app; left for the next run",
-                                    metadata: ["table": "\(target.table)", "id": "\(id)"])
+    /// One transaction: select and lock candidates, delete those still due. When a
+    /// cascade meets a row the app holds, the batch is redone one row at a time and
+    /// the blocked rows wait for the next run. Returns how many candidates there were.
+    private func batch(_ context: JobContext, delete: String, parameters: [any PostgresBindable],
+                       progress: inout Progress, select: (Connection) throws -> [Int64]) throws -> Int {
+        var candidates: [Int64] = []
+        let started = ContinuousClock.now
+        do {
+            let deleted = try context.inBatch { connection in
+                candidates = try select(connection)
+                guard !candidates.isEmpty else { return Deleted() }
+                return try Deleted(connection.query(delete, parameters + [PostgresArray(candidates)]).first)
+            }
+            progress.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
+        } catch let error as PostgresError where error.isLockNotAvailable {
+            context.logger.info("rows locked by the app; retrying the batch row by row", metadata: ["rows": "\(candidates.count)"])
+            for id in candidates where !context.shouldStop {
+                do {
+                    let deleted = try context.inBatch { connection in
+                        try Deleted(connection.query(delete, parameters + [PostgresArray([id])]).first)
+                    }
+                    progress.record(deleted, batch: nil)
+                } catch let error as PostgresError where error.isLockNotAvailable {
+                    context.logger.info("row locked by the app; left for the next run", metadata: ["id": "\(id)"])
+                }
             }
         }
-        return total
+        return candidates.count
     }
 
-    private struct Deleted { var packs = 0; var posts = 0 }
+    // MARK: The page sweep
+
+    /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
+    private func shouldSweep(_ context: JobContext) throws -> Bool {
+        let s = context.schema
+        let size = try context.connection.query("""
+            SELECT pg_relation_size('\(s).posts'::regclass) / current_setting('block_size')::bigint AS pages
+            """).first?.int64("pages") ?? 0
+        guard size >= Self.sweepMinimumPages else { return false }
+        let sample = try context.inBatch { connection in
+            try connection.query("""
+                SELECT count(*) AS sampled,
+                       count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
+                FROM \(s).posts s TABLESAMPLE SYSTEM (1) REPEATABLE (7)
+                """, ExpireContentQueries(schema: s, settings: settings).lifetimeParameters).first
+        }
+        let sampled = Double(sample?.int("sampled") ?? 0)
+        guard sampled > 0 else { return false }
+        let share = Double(sample?.int("due") ?? 0) / sampled
+        context.logger.debug("sampled posts", metadata: ["pages": "\(size)", "due_share": "\(share)"])
+        return share >= Self.sweepMinimumDueShare
+    }
+
+    /// Deletes due posts range by range over the heap; a range covers about
+    /// `batch_size` rows' worth of pages (at least 8).
+    private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
+        let s = context.schema
+        guard let shape = try context.connection.query("""
+            SELECT pg_relation_size('\(s).posts'::regclass) / current_setting('block_size')::bigint AS pages,
+                   greatest(1, (SELECT reltuples / greatest(relpages, 1) FROM pg_class WHERE oid = '\(s).posts'::regclass)) AS per_page
+            """).first, let pages = shape.int64("pages") else { return }
+        let rowsPerPage = max(1, shape.double("per_page") ?? 1)
+        let step = max(8, Int64((Double(context.job.batchSize) / rowsPerPage).rounded(.up)))
+        progress.stats.add("swept_pages", 0)
+        var first: Int64 = 0
+        while first < pages, !context.shouldStop {
+            let last = first + step
+            try sweepRange(context, queries, from: first, to: last, progress: &progress)
+            progress.stats.add("swept_pages", Int(min(last, pages) - first))
+            first = last
+            context.pauseBetweenBatches()
+        }
+    }
+
+    private func sweepRange(_ context: JobContext, _ queries: ExpireContentQueries, from first: Int64, to last: Int64,
+                            progress: inout Progress) throws {
+        let parameters = queries.lifetimeParameters + [first, last]
+        let started = ContinuousClock.now
+        do {
+            let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout)) { connection in
+                try connection.query(queries.deletePostsOnPages, parameters).affectedRows
+            }
+            progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+        } catch let error as PostgresError where error.isLockNotAvailable {
+            let deleted = try context.inBatch { connection in
+                try connection.query(queries.deleteUnlockedPostsOnPages, parameters).affectedRows
+            }
+            progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+        }
+    }
+}
+
+/// Rows a batch deleted.
+struct Deleted {
+    var packs = 0
+    var posts = 0
+
+    init(packs: Int = 0, posts: Int = 0) {
+        self.packs = packs
+        self.posts = posts
+    }
+
+    init(_ row: Row?) {
+        self.init(packs: row?.int("packs") ?? 0, posts: row?.int("posts") ?? 0)
+    }
+}
+
+/// Counters plus the duration of every batch, for the `batch_p99_ms` / `batch_max_ms` stats.
+struct Progress {
+    var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("batches", 0)])
+    private var batchMicroseconds: [Int64] = []
+
+    mutating func record(_ deleted: Deleted, batch duration: Duration?) {
+        stats.add("packs_deleted", deleted.packs)
+        stats.add("posts_deleted", deleted.posts)
+        guard let duration else { return }
+        stats.add("batches")
+        batchMicroseconds.append(duration.microseconds)
+        let sorted = batchMicroseconds.sorted()
+        let p99 = sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
+        set("batch_p99_ms", Int((p99 + 999) / 1000))
+        set("batch_max_ms", Int((sorted.last! + 999) / 1000))
+    }
+
+    private mutating func set(_ name: String, _ value: Int) {
+        stats.add(name, value - stats[name])
+    }
 }
 
 /// Where the previous batch stopped, in `(created_at, id)` order.

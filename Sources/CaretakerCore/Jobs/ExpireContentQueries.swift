@@ -6,73 +6,121 @@ import Postgres
 /// Parameters `$1`–`$3` are always the lifetime's minimum and maximum (microseconds)
 /// and the popularity at which the maximum is reached.
 struct ExpireContentQueries {
-    struct Target {
-        let table: String
-        let lifetimeParameters: [any PostgresBindable]
-        /// `$4` cursor `created_at`, `$5` cursor id, `$6` limit → `id`, `created_at`.
-        let selectDue: String
-        /// `$4` ids → `packs`, `posts` deleted.
-        let deleteDue: String
-    }
+    /// Popularity buckets probed one by one; above this the window is walked instead.
+    static let maximumBuckets = 1000
 
-    let packs: Target
-    let posts: Target
-    let preview: String
     let lifetimeParameters: [any PostgresBindable]
+    let packParameters: [any PostgresBindable]
+
+    /// Packs due, in `(created_at, id)` order after `$4`/`$5`, at most `$6` → `id`, `created_at`.
+    let selectDuePacks: String
+    /// Deletes packs `$4` that are still due → `packs`, `posts` (those that went with them).
+    let deletePacks: String
+
+    /// Posts older than the maximum lifetime (all due), keyset `$4`/`$5`, limit `$6`.
+    let selectPostsPastMaximum: String
+    /// Posts between the minimum and maximum lifetime that are due, one index probe
+    /// per popularity bucket, limit `$4`.
+    let selectPostsByBucket: String
+    /// Any due post, keyset `$4`/`$5`, limit `$6` (used when there are too many buckets).
+    let selectDuePosts: String
+    /// Deletes posts `$4` that are still due → `packs` (0), `posts`.
+    let deletePosts: String
+    /// Deletes due posts on heap pages `[$4, $5)` (a TID range scan): the backlog sweep.
+    let deletePostsOnPages: String
+    /// The same, skipping rows the app holds locked.
+    let deleteUnlockedPostsOnPages: String
+
+    /// Counts for a dry run: `$1`–`$3` post lifetime, `$4` pack full popularity.
+    let preview: String
 
     init(schema s: String, settings: ExpireContentSettings) {
-        let postParameters: [any PostgresBindable] = [
-            settings.minLifetime.microseconds, settings.maxLifetime.microseconds, Double(settings.postFullPopularity)]
-        let packParameters: [any PostgresBindable] = [
-            settings.minLifetime.microseconds, settings.maxLifetime.microseconds, Double(settings.packFullPopularity)]
+        lifetimeParameters = [settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
+                              Double(settings.postFullPopularity)]
+        packParameters = [settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
+                          Double(settings.packFullPopularity)]
         let postDue = "s.created_at + \(Self.lifetime(of: "s.likes")) <= now()"
         let packPopularity = """
             ((SELECT count(*) FROM \(s).pack_members m WHERE m.pack_id = p.id)
              + (SELECT coalesce(sum(x.likes), 0) FROM \(s).posts x WHERE x.pack_id = p.id))
             """
         let packDue = "NOT p.is_admin AND p.created_at + \(Self.lifetime(of: packPopularity)) <= now()"
-        let oldEnough = "created_at <= now() - $1::bigint * interval '1 microsecond'"
+        let olderThanMinimum = "created_at <= now() - $1::bigint * interval '1 microsecond'"
+        let olderThanMaximum = "created_at <= now() - $2::bigint * interval '1 microsecond'"
+        let youngerThanMaximum = "created_at > now() - $2::bigint * interval '1 microsecond'"
 
-        posts = Target(
-            table: "posts",
-            lifetimeParameters: postParameters,
-            selectDue: """
-                SELECT s.id, s.created_at FROM \(s).posts s
-                WHERE s.\(oldEnough) AND (s.created_at, s.id) > ($4::timestamptz, $5::bigint) AND \(postDue)
-                ORDER BY s.created_at, s.id LIMIT $6
-                FOR UPDATE SKIP LOCKED
-                """,
-            deleteDue: """
-                WITH gone AS (DELETE FROM \(s).posts s WHERE s.id = ANY($4::bigint[]) AND \(postDue) RETURNING 1)
-                SELECT 0 AS packs, count(*) AS posts FROM gone
-                """)
-        packs = Target(
-            table: "packs",
-            lifetimeParameters: packParameters,
-            selectDue: """
-                SELECT p.id, p.created_at FROM \(s).packs p
-                WHERE NOT p.is_admin AND p.\(oldEnough) AND (p.created_at, p.id) > ($4::timestamptz, $5::bigint)
-                  AND \(packDue)
-                ORDER BY p.created_at, p.id LIMIT $6
-                FOR UPDATE OF p SKIP LOCKED
-                """,
-            deleteDue: """
-                WITH gone AS (DELETE FROM \(s).packs p WHERE p.id = ANY($4::bigint[]) AND \(packDue) RETURNING p.id)
-                SELECT count(*) AS packs,
-                       (SELECT count(*) FROM \(s).posts x WHERE x.pack_id IN (SELECT id FROM gone)) AS posts
-                FROM gone
-                """)
-        // One statement with both popularity rules needs both full-popularity values: $3 posts, $4 packs.
-        lifetimeParameters = postParameters + [Double(settings.packFullPopularity)]
+        selectDuePacks = """
+            SELECT p.id, p.created_at FROM \(s).packs p
+            WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND (p.created_at, p.id) > ($4::timestamptz, $5::bigint)
+              AND \(packDue)
+            ORDER BY p.created_at, p.id LIMIT $6
+            FOR UPDATE OF p SKIP LOCKED
+            """
+        deletePacks = """
+            WITH gone AS (DELETE FROM \(s).packs p WHERE p.id = ANY($4::bigint[]) AND \(packDue) RETURNING p.id)
+            SELECT count(*) AS packs,
+                   (SELECT count(*) FROM \(s).posts x WHERE x.pack_id IN (SELECT id FROM gone)) AS posts
+            FROM gone
+            """
+        selectPostsPastMaximum = """
+            SELECT s.id, s.created_at FROM \(s).posts s
+            WHERE s.\(olderThanMaximum) AND (s.created_at, s.id) > ($4::timestamptz, $5::bigint)
+              AND $1::bigint IS NOT NULL AND $3::float8 IS NOT NULL  -- every query takes $1–$3
+            ORDER BY s.created_at, s.id LIMIT $6
+            FOR UPDATE SKIP LOCKED
+            """
+        // likes = k for each k in 1 … full−1 is an equality on the index's first column,
+        // so each probe reads only that bucket's due rows. likes <= 0 is split into
+        // = 0 (one probe) and < 0 (rare) for the same reason.
+        let bucketLifetime = Self.lifetime(of: "b.k")
+        selectPostsByBucket = """
+            SELECT id FROM (
+                SELECT id FROM (
+                    SELECT s.id FROM \(s).posts s
+                    WHERE s.likes = 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum)
+                    LIMIT $4 FOR UPDATE SKIP LOCKED) zero
+                UNION ALL
+                SELECT id FROM (
+                    SELECT s.id FROM \(s).posts s
+                    WHERE s.likes < 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum)
+                    LIMIT $4 FOR UPDATE SKIP LOCKED) negative
+                UNION ALL
+                SELECT d.id FROM generate_series(1, $3::float8::int - 1) AS b(k)
+                CROSS JOIN LATERAL (
+                    SELECT s.id FROM \(s).posts s
+                    WHERE s.likes = b.k AND s.\(youngerThanMaximum)
+                      AND s.created_at <= now() - \(bucketLifetime)
+                    LIMIT $4 FOR UPDATE SKIP LOCKED) d
+            ) due LIMIT $4
+            """
+        selectDuePosts = """
+            SELECT s.id, s.created_at FROM \(s).posts s
+            WHERE s.\(olderThanMinimum) AND (s.created_at, s.id) > ($4::timestamptz, $5::bigint) AND \(postDue)
+            ORDER BY s.created_at, s.id LIMIT $6
+            FOR UPDATE SKIP LOCKED
+            """
+        deletePosts = """
+            WITH gone AS (DELETE FROM \(s).posts s WHERE s.id = ANY($4::bigint[]) AND \(postDue) RETURNING 1)
+            SELECT 0 AS packs, count(*) AS posts FROM gone
+            """
+        let pageRange = "s.ctid >= format('(%s,0)', $4::bigint)::tid AND s.ctid < format('(%s,0)', $5::bigint)::tid"
+        deletePostsOnPages = """
+            DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDue)
+            """
+        deleteUnlockedPostsOnPages = """
+            DELETE FROM \(s).posts s
+            WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDue) FOR UPDATE SKIP LOCKED))
+              AND \(postDue)
+            """
         let packDuePreview = packDue.replacingOccurrences(of: "$3::float8", with: "$4::float8")
         preview = """
             WITH due_packs AS (
-                SELECT p.id FROM \(s).packs p WHERE NOT p.is_admin AND p.\(oldEnough) AND \(packDuePreview)
+                SELECT p.id FROM \(s).packs p WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND \(packDuePreview)
             )
             SELECT (SELECT count(*) FROM due_packs) AS packs,
                    (SELECT count(*) FROM \(s).posts s
                     WHERE s.pack_id IN (SELECT id FROM due_packs)
-                       OR (s.\(oldEnough) AND \(postDue))) AS posts
+                       OR (s.\(olderThanMinimum) AND \(postDue))) AS posts
             """
     }
 

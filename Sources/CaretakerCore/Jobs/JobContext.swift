@@ -32,8 +32,9 @@ public final class JobContext: @unchecked Sendable {
     /// True when the worker is shutting down (the run then ends `interrupted`).
     public var isShuttingDown: Bool { stopRequested() }
 
-    /// Runs one batch in a short transaction with the job's timeouts set locally.
-    public func inBatch<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// Runs one batch in a short transaction with the job's timeouts set locally
+    /// (`lockTimeout` overrides the job's `lock_timeout` for this batch).
+    public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
         try connection.withTransaction {
             try connection.query("""
                 SELECT set_config('statement_timeout', $1, true),
@@ -41,7 +42,7 @@ public final class JobContext: @unchecked Sendable {
                        set_config('idle_in_transaction_session_timeout', $3, true)
                 """,
                 Self.milliseconds(job.statementTimeout),
-                Self.milliseconds(job.lockTimeout),
+                Self.milliseconds(lockTimeout ?? job.lockTimeout),
                 Self.milliseconds(job.statementTimeout * 2))
             return try body(connection)
         }

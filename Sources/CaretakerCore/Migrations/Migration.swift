@@ -12,6 +12,7 @@ public struct Migration: Sendable {
         .bookkeeping,
         .referenceAppSchema,
         .notifyTriggers,
+        .expiryIndexes,
     ]
 
     /// The SQL with the app schema substituted.
