@@ -93,6 +93,10 @@ extension ConfigurationLoader {
         } catch {
             throw table.error("schedule", error.message)
         }
+        // A typo such as "0 0 31 2 *" must not silently disable a job.
+        guard schedule.nextDate(after: Date()) != nil else {
+            throw table.error("schedule", "\"\(scheduleText)\" never fires")
+        }
         return JobConfiguration(
             name: name,
             enabled: enabled,
@@ -130,7 +134,8 @@ extension ConfigurationLoader {
                                               worker: WorkerOptions) throws(ConfigurationError) -> SendTempPasswordsSettings {
         var settings = SendTempPasswordsSettings()
         settings.maxPerHour = try table.integer("max_per_hour", default: 3, in: 1...1000)
-        settings.tempPasswordLength = try table.integer("temp_password_length", default: 16, in: 12...128)
+        // bcrypt reads at most 72 bytes of a password.
+        settings.tempPasswordLength = try table.integer("temp_password_length", default: 16, in: 12...72)
         settings.tempPasswordTTL = try table.duration("temp_password_ttl", default: settings.tempPasswordTTL, minimum: .seconds(60))
         settings.bcryptCost = try table.integer("bcrypt_cost", default: worker.lowFootprint ? 10 : 12, in: 4...31)
         settings.maxAttempts = try table.integer("max_attempts", default: 5, in: 1...100)

@@ -17,11 +17,17 @@ enum SQLText {
             return .failure(Problem(key: "repeat_until_zero",
                                     message: "needs a statement that changes rows (DELETE, UPDATE, INSERT or MERGE), not \(firstWord.isEmpty ? "this" : firstWord)"))
         }
-        if mustChangeRows, firstWord == "WITH",
-           !["DELETE", "UPDATE", "INSERT", "MERGE"].contains(where: { body.uppercased().contains($0) }) {
+        if mustChangeRows, firstWord == "WITH", !containsWord(["DELETE", "UPDATE", "INSERT", "MERGE"], in: body) {
             return .failure(Problem(key: "repeat_until_zero", message: "needs a statement that changes rows"))
         }
         return .success(())
+    }
+
+    /// True when one of `words` stands as a whole word (not inside `updated_at`).
+    static func containsWord(_ words: Set<String>, in sql: String) -> Bool {
+        sql.uppercased()
+            .split { !($0.isLetter || $0.isNumber || $0 == "_") }
+            .contains { words.contains(String($0)) }
     }
 
     /// The SQL with string literals, quoted identifiers, dollar-quoted bodies and

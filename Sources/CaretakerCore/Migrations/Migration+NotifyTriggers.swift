@@ -16,6 +16,10 @@ extension Migration {
         CREATE OR REPLACE FUNCTION {{app}}.caretaker_notify_community() RETURNS trigger
             LANGUAGE plpgsql AS $$
             BEGIN
+                -- caretaker's own appointments need no wake-up call.
+                IF current_setting('application_name', true) LIKE 'caretaker/%' THEN
+                    RETURN NULL;
+                END IF;
                 IF TG_TABLE_NAME = 'community_members' THEN
                     PERFORM pg_notify('caretaker_leader_succession', OLD.community_id::text);
                 ELSIF TG_TABLE_NAME = 'communities' THEN

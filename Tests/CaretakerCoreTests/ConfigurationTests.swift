@@ -1,0 +1,127 @@
+@testable import CaretakerCore
+import Foundation
+import Testing
+
+@Suite struct ConfigurationTests {
+    func parse(_ text: String, lowFootprint: Bool? = nil) throws -> Configuration {
+        try ConfigurationLoader.parse(text, file: "jobs.toml", lowFootprint: lowFootprint)
+    }
+
+    func error(_ text: String) -> ConfigurationError? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch {
+            return error as? ConfigurationError
+        }
+    }
+
+    @Test("an empty file gives SPEC's defaults")
+    func defaults() throws {
+        let configuration = try parse("")
+        #expect(configuration.database.appSchema == "public")
+        #expect(configuration.database.connectTimeout == .seconds(10))
+        #expect(configuration.worker.maxConcurrentJobs == 2)
+        #expect(configuration.worker.shutdownGrace == .seconds(20))
+        #expect(configuration.worker.batchPause == .zero)
+        #expect(configuration.jobNames == ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"])
+        let expire = try #require(configuration.job(named: "expire-content"))
+        #expect(expire.schedule.text == "*/5 * * * *")
+        #expect(expire.statementTimeout == .seconds(30))
+        #expect(expire.lockTimeout == .seconds(2))
+        #expect(expire.maxRuntime == .seconds(300))
+        #expect(expire.batchSize == 1000)
+        #expect(expire.catchUp && expire.maxRetries == 3 && expire.enabled)
+        guard case .expireContent(let settings) = expire.settings else { Issue.record("wrong settings"); return }
+        #expect(settings.minLifetime == .seconds(86400) && settings.maxLifetime == .seconds(172_800))
+        #expect(settings.postFullPopularity == 100 && settings.packFullPopularity == 100)
+        guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
+            Issue.record("wrong settings"); return
+        }
+        #expect(mail.bcryptCost == 12 && mail.maxPerHour == 3 && mail.tempPasswordLength == 16 && mail.maxAttempts == 5)
+        #expect(configuration.job(named: "prune")?.schedule.text == "@daily")
+    }
+
+    @Test("the annotated jobs.toml at the repository root is valid and states the defaults")
+    func annotatedFile() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("jobs.toml").path
+        let annotated = try ConfigurationLoader.load(path: path)
+        let defaults = try parse("")
+        for (left, right) in zip(annotated.jobs, defaults.jobs) {
+            #expect(left.name == right.name)
+            #expect(left.schedule == right.schedule)
+            #expect(left.batchSize == right.batchSize)
+        }
+    }
+
+    @Test("low-footprint mode changes the defaults it should, and the flag wins over the file")
+    func lowFootprint() throws {
+        let configuration = try parse("[worker]\nmax_concurrent_jobs = 4\n", lowFootprint: true)
+        #expect(configuration.worker.lowFootprint)
+        #expect(configuration.worker.maxConcurrentJobs == 1)
+        #expect(configuration.worker.batchPause == .milliseconds(100))
+        #expect(configuration.job(named: "expire-content")?.batchSize == 200)
+        guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
+            Issue.record("wrong settings"); return
+        }
+        #expect(mail.bcryptCost == 10)
+        let explicit = try parse("[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n")
+        #expect(explicit.worker.batchPause == .milliseconds(5))
+        #expect(explicit.job(named: "prune")?.batchSize == 50)
+    }
+
+    @Test("errors name the line and the key", arguments: [
+        ("[jobs.prune]\nkeep_histroy = \"1d\"\n", 2, "jobs.prune.keep_histroy"),
+        ("[worker]\ntimezone = \"Mars/Olympus\"\n", 2, "worker.timezone"),
+        ("[jobs.expire-content]\nmin_lifetime = 5\n", 2, "jobs.expire-content.min_lifetime"),
+        ("[jobs.expire-content]\nmax_lifetime = \"1h\"\n", 2, "jobs.expire-content.max_lifetime"),
+        ("\n[jobs.mystery]\nschedule = \"@daily\"\n", 2, "jobs.mystery"),
+        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"DELETE FROM a; DELETE FROM b\"\n", 3, "jobs.x.sql"),
+        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"SELECT 1\"\nrepeat_until_zero = true\n", 4, "jobs.x.repeat_until_zero"),
+        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"WITH t AS (SELECT updated_at FROM s) SELECT * FROM t\"\nrepeat_until_zero = true\n",
+         4, "jobs.x.repeat_until_zero"),
+        ("[jobs.prune]\nschedule = \"0 0 31 2 *\"\n", 2, "jobs.prune.schedule"),
+        ("[mail]\ntransport = \"file\"\n", 1, "mail.directory"),
+        ("[jobs.send-temp-passwords]\ntemp_password_length = 100\n", 2, "jobs.send-temp-passwords.temp_password_length"),
+        ("[database]\nurl = 5\n", 2, "database.url"),
+    ])
+    func errors(text: String, line: Int, key: String) throws {
+        let found = try #require(error(text))
+        #expect(found.line == line, "\(found)")
+        #expect(found.key == key, "\(found)")
+        #expect(found.description.hasPrefix("jobs.toml:\(line): \(key): "), "\(found)")
+    }
+
+    @Test("a semicolon inside a string, a comment or a dollar-quoted body is not a second statement")
+    func singleStatement() throws {
+        let configuration = try parse("""
+            [jobs.x]
+            schedule = "@hourly"
+            sql = '''
+            DELETE FROM notes WHERE body = 'a;b' -- ; here
+              AND tag <> $t$;$t$ /* ; */
+            '''
+            repeat_until_zero = true
+            """)
+        guard case .sql(let settings)? = configuration.job(named: "x")?.settings else { Issue.record("no sql job"); return }
+        #expect(settings.repeatUntilZero)
+    }
+
+    @Test("the config file is found in SPEC's order")
+    func location() {
+        #expect(ConfigurationLoader.locate(explicit: "/a.toml", environment: ["CARETAKER_CONFIG": "/b.toml"]) == "/a.toml")
+        #expect(ConfigurationLoader.locate(explicit: nil, environment: ["CARETAKER_CONFIG": "/b.toml"]) == "/b.toml")
+    }
+
+    @Test("a mail template is parsed and filled in one pass")
+    func template() throws {
+        let template = try MailTemplate.parse("Subject: Hi {{name}}\n\nTemporary password: {{password}}\n").get()
+        let (subject, body) = template.render(name: "{{password}}", password: "pw-1", expiresAt: "x", appName: "y")
+        #expect(subject == "Hi {{password}}")
+        #expect(body.contains("Temporary password: pw-1"))
+        #expect(throws: TemplateProblem.self) { try MailTemplate.parse("Subject: x\n\nno placeholder").get() }
+        #expect(MailTemplate.default.body.contains("Temporary password: {{password}}"))
+        #expect(MailTemplate.default.subject == "Your temporary password")
+    }
+}
