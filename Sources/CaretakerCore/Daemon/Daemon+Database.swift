@@ -2,45 +2,69 @@ import Foundation
 import Logging
 import Postgres
 
+/// When to try the database again while it is unreachable.
+struct ReconnectBackoff {
+    /// Failed attempts so far.
+    var attempt: Int
+    /// The wait before the next attempt (doubling up to `Daemon.maximumReconnectDelay`).
+    var delay: Duration
+    var at: ContinuousClock.Instant
+}
+
 extension Daemon {
     /// The longest wait between connection attempts while the database is down.
     static let maximumReconnectDelay: Duration = .seconds(60)
+    /// The first wait after a failed attempt.
+    static let firstReconnectDelay: Duration = .seconds(1)
 
-    /// The LISTEN connection's socket, when there is one to wait on.
+    /// The LISTEN connection's socket, for the scheduler to wait on.
     var listenSocket: Int32? {
-        guard !lowFootprint, let control, runningOnControl == false else { return nil }
+        guard !lowFootprint, let control else { return nil }
         return control.socket
     }
 
-    /// In low-footprint mode the single connection is lent to the running job.
-    var runningOnControl: Bool { lowFootprint && runningCount > 0 }
+    // MARK: The scheduler's connection
 
-    /// Connects the scheduler's connection, retrying with backoff (logging each
-    /// attempt) until it works or shutdown is requested. Returns false on shutdown.
-    @discardableResult
-    func connectControl(firstTime: Bool = false) -> Bool {
-        var delay: Duration = .seconds(1)
-        var attempt = 1
-        while !stopRequested.load(ordering: .relaxed) {
-            do {
-                let connection = try runner.configuration.connector().connect(applicationName: "caretaker")
-                try prepare(connection, firstTime: firstTime)
-                control = connection
-                if attempt > 1 { logger.info("database reachable again", metadata: ["attempts": "\(attempt)"]) }
-                return true
-            } catch {
-                logger.warning("database unavailable; retrying", metadata: [
-                    "attempt": "\(attempt)", "retry_in_ms": "\(delay.microseconds / 1000)", "error": "\(error)"])
-                events.wait(timeout: delay).events.forEach(handle)
-                delay = min(delay * 2, Self.maximumReconnectDelay)
-                attempt += 1
-            }
+    /// The scheduler's connection, connecting first when there is none and the
+    /// reconnection backoff allows an attempt now. Never waits for the database
+    /// longer than one connection attempt: the caller carries on without it and
+    /// `timeUntilNextWake` plans the next attempt.
+    ///
+    /// Returns nil while low-footprint mode has lent its connection to a job.
+    func ensureControl() -> Connection? {
+        if let control { return control }
+        guard !controlLent, !stopRequested.load(ordering: .relaxed) else { return nil }
+        if let reconnect, reconnect.at > .now { return nil }
+        do {
+            let connection = try openConnection()
+            try prepare(connection)
+            control = connection
+            databaseReachable()
+            return connection
+        } catch {
+            databaseUnreachable(error)
+            return nil
         }
-        return false
     }
 
-    /// Reads the clock, rescues runs of dead processes and LISTENs.
-    private func prepare(_ connection: Connection, firstTime: Bool) throws {
+    /// Opens a connection named `caretaker` in `pg_stat_activity`.
+    ///
+    /// It asks the server to check for a vanished client during long statements
+    /// (`client_connection_check_interval`, PostgreSQL 14+): when this process is
+    /// killed mid-statement, the server ends the backend within a second, which
+    /// releases the run's advisory lock, so the next instance can mark the run
+    /// `interrupted` at once instead of after the statement. Older servers refuse
+    /// the setting; that only costs the speed-up.
+    func openConnection() throws -> Connection {
+        let connection = try configuration.connector().connect(applicationName: "caretaker")
+        _ = try? connection.query("SET client_connection_check_interval = '1s'")
+        return connection
+    }
+
+    /// Checks the schema, reads the clock, rescues runs of dead processes and
+    /// LISTENs. After a gap (any connection but the first) NOTIFYs may have been
+    /// missed, so the jobs that listen run once to pick them up.
+    private func prepare(_ connection: Connection) throws {
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         guard applied.contains(1) else {
             throw PostgresError(kind: .query, message: "caretaker's schema is missing: run `caretaker migrate`")
@@ -52,15 +76,13 @@ extension Daemon {
         }
         if !lowFootprint {
             try listen(on: connection)
-            if !firstTime {
-                // LISTEN is only a speed-up: after a gap, run once to pick up what was missed.
-                markNotified()
-            }
+            if connectedBefore { markNotified() }
         }
+        connectedBefore = true
     }
 
-    private func listen(on connection: Connection) throws {
-        for job in configuration.jobs where job.enabled {
+    func listen(on connection: Connection) throws {
+        for job in enabledJobs {
             if let channel = NotifyChannel.channel(for: job.name) {
                 try connection.query("LISTEN \(quoteIdentifier(channel))")
             }
@@ -68,14 +90,43 @@ extension Daemon {
     }
 
     private func markNotified() {
-        for job in configuration.jobs where job.enabled && NotifyChannel.channel(for: job.name) != nil {
+        for job in enabledJobs where NotifyChannel.channel(for: job.name) != nil {
             states[job.name, default: JobState()].notified = true
         }
     }
 
-    /// Reads NOTIFYs from the control connection; reconnects if it broke.
+    /// Logs the first success after failed attempts and clears the backoff.
+    private func databaseReachable() {
+        if let reconnect {
+            logger.info("database reachable again", metadata: ["attempts": "\(reconnect.attempt + 1)"])
+        }
+        reconnect = nil
+    }
+
+    /// Plans the next attempt (1 s, 2 s, 4 s, … up to 60 s) and logs this one.
+    func databaseUnreachable(_ error: any Error) {
+        let attempt = (reconnect?.attempt ?? 0) + 1
+        let delay = reconnect.map { min($0.delay * 2, Self.maximumReconnectDelay) } ?? Self.firstReconnectDelay
+        reconnect = ReconnectBackoff(attempt: attempt, delay: delay, at: .now + delay)
+        logger.warning("database unavailable; retrying", metadata: [
+            "attempt": "\(attempt)", "retry_in_ms": "\(delay.microseconds / 1000)", "error": "\(error)"])
+    }
+
+    /// The scheduler's connection failed: drop it (and the idle pool, which shares
+    /// its fate when the server went away). The next loop connects again.
+    func controlLost(_ error: any Error) {
+        logger.warning("lost the scheduler's database connection", metadata: ["error": "\(error)"])
+        dropConnections()
+    }
+
+    func dropConnections() {
+        control = nil
+        idleConnections.removeAll()
+    }
+
+    /// Reads NOTIFYs that arrived on the LISTEN connection; drops it if it broke.
     func readNotifications() {
-        guard let control else { return }
+        guard !lowFootprint, let control else { return }
         do {
             for notification in try control.waitForNotifications(timeout: .zero) {
                 if let job = NotifyChannel.job(for: notification.channel) {
@@ -87,44 +138,49 @@ extension Daemon {
         }
     }
 
-    /// Drops the scheduler's connection after an error and connects again.
-    func controlLost(_ error: any Error) {
-        logger.warning("lost the scheduler's database connection", metadata: ["error": "\(error)"])
-        control = nil
-        connectControl()
-    }
-
-    /// Returns the scheduler's connection, connecting first when low-footprint mode closed it.
-    func ensureControl() -> Connection? {
-        if let control, control.isHealthy { return control }
-        control = nil
-        return connectControl() ? control : nil
-    }
-
-    /// Low-footprint mode: close the connection when the next run is more than `idle_disconnect` away.
+    /// Low-footprint mode: close the connection when the next run is more than
+    /// `idle_disconnect` away (watchdog pings do not count: they need no database).
     func releaseIdleConnectionIfFar() {
-        guard lowFootprint, control != nil, runningCount == 0 else { return }
-        if let wait = timeUntilNextWake(), wait <= configuration.worker.idleDisconnect { return }
+        guard lowFootprint, control != nil, pendingSkips.isEmpty else { return }
+        if let wait = timeUntilNextRun(), wait <= configuration.worker.idleDisconnect { return }
         control = nil
         logger.debug("closed the idle connection until the next run")
     }
 
-    /// A connection for one job run: the pool in normal mode, the single one in low-footprint mode.
+    // MARK: Connections for runs
+
+    /// A connection for one job run: from the pool in normal mode; in
+    /// low-footprint mode the single one, lent until the run gives it back.
+    /// Nil when the database cannot be reached (the backoff then plans the retry).
     func borrowConnection() -> Connection? {
-        if lowFootprint { return ensureControl() }
+        if lowFootprint {
+            guard let connection = ensureControl() else { return nil }
+            control = nil
+            controlLent = true
+            return connection
+        }
         while let connection = idleConnections.popLast() {
             if connection.isHealthy { return connection }
         }
+        if let reconnect, reconnect.at > .now { return nil }
         do {
-            return try runner.configuration.connector().connect(applicationName: "caretaker")
+            let connection = try openConnection()
+            reconnect = nil
+            return connection
         } catch {
-            logger.warning("cannot open a connection for a job run", metadata: ["error": "\(error)"])
+            databaseUnreachable(error)
             return nil
         }
     }
 
+    /// Takes back a run's connection when it is still usable.
     func giveBack(_ connection: Connection?) {
-        guard let connection, !lowFootprint, connection.isHealthy else { return }
+        if lowFootprint {
+            controlLent = false
+            if let connection, connection.isHealthy { control = connection }
+            return
+        }
+        guard let connection, connection.isHealthy else { return }
         idleConnections.append(connection)
     }
 }

@@ -5,10 +5,13 @@ import Postgres
 extension Daemon {
     /// Retries of a failed run wait `retryBaseDelay × 2^(attempt−1)`, never past the next slot.
     static let retryBaseDelay: Duration = .seconds(10)
-    /// A deadline check for `logout-inactive` runs this long after the deadline, so `<= now()` holds on the server.
+    /// A deadline check for `logout-inactive` looks this long after the deadline, so `<= now()` holds on the server.
     static let deadlineMargin: TimeInterval = 0.05
 
     var enabledJobs: [JobConfiguration] { configuration.jobs.filter(\.enabled) }
+
+    /// True when another run may start now under `max_concurrent_jobs`.
+    var hasFreePlace: Bool { runningCount < configuration.worker.maxConcurrentJobs && !controlLent }
 
     // MARK: Planning
 
@@ -23,7 +26,17 @@ extension Daemon {
             }
             states[job.name] = state
         }
-        if !lowFootprint { refreshDeadlineCheck() }
+        refreshDeadlineCheck()
+    }
+
+    /// After a reload: every enabled job gets its next slot under its (maybe new) schedule.
+    func replanAfterReload() {
+        let now = clock.now
+        for job in configuration.jobs {
+            states[job.name, default: JobState()].nextSlot = job.enabled ? job.schedule.nextDate(after: now) : nil
+            if !job.enabled { states[job.name]?.queued = nil }
+        }
+        refreshDeadlineCheck()
     }
 
     /// The most recent slot at or before `now`, when nobody ran it and the job
@@ -44,18 +57,21 @@ extension Daemon {
         }
     }
 
-    /// How long the scheduler may sleep: until the earliest slot, retry, deadline
-    /// check or watchdog ping; `nil` (forever) when nothing is planned.
+    /// How long the scheduler may sleep: until the next run (or, while the
+    /// database is unreachable, the next connection attempt) or watchdog ping;
+    /// `nil` (until an event) when nothing is planned.
     func timeUntilNextWake() -> Duration? {
-        var earliest: Date?
-        for job in enabledJobs {
-            guard let state = states[job.name] else { continue }
-            if state.queued != nil || (state.notified && !state.running) { return .zero }
-            for date in [state.nextSlot, state.retry?.at, state.deadlineCheck].compactMap({ $0 }) {
-                earliest = min(earliest ?? date, date)
+        var wait = timeUntilNextRun()
+        if control == nil, !controlLent, let reconnect {
+            // Nothing can start before the next connection attempt. Normal mode
+            // reconnects even with nothing due: its LISTEN connection must be up.
+            let untilAttempt = max(.zero, ContinuousClock.now.duration(to: reconnect.at))
+            if let planned = wait {
+                wait = max(planned, untilAttempt)
+            } else if !lowFootprint {
+                wait = untilAttempt
             }
         }
-        var wait = earliest.map { clock.duration(until: $0) }
         if let interval = notifier.watchdogInterval {
             let untilPing = max(.zero, interval - (ContinuousClock.now - lastWatchdog))
             wait = min(wait ?? untilPing, untilPing)
@@ -63,34 +79,61 @@ extension Daemon {
         return wait
     }
 
+    /// How long until the scheduler has something to start or record: zero when
+    /// a queued or notified run can start now, else the earliest planned time.
+    /// A job that is running counts only with its next slot (a retry, NOTIFY or
+    /// deadline check waits for the run to end, whose event wakes the scheduler).
+    func timeUntilNextRun() -> Duration? {
+        var earliest: Date? = controlLent ? nil : pendingSkips.map(\.slot).min()
+        for job in enabledJobs {
+            guard let state = states[job.name] else { continue }
+            if hasFreePlace && state.canStart { return .zero }
+            for date in state.plannedTimes.compactMap({ $0 }) {
+                earliest = min(earliest ?? date, date)
+            }
+        }
+        return earliest.map { clock.duration(until: $0) }
+    }
+
     // MARK: Dispatch
 
     /// Queues what is due and starts queued runs while places are free.
     func dispatchDueRuns() {
         guard hasDueWork() else { return }
+        guard !controlLent else {
+            // Low-footprint mode: the only connection is running a job, so nothing
+            // can start; still move the slots on, so that a slot of the running job
+            // is remembered as skipped (recorded when the connection is back).
+            queueDueJobs(now: clock.now)
+            return
+        }
+        guard let connection = ensureControl() else { return }
         // Decide on a fresh reading of the database clock, not on the estimate alone.
-        if !runningOnControl, let connection = ensureControl() {
-            do { try clock.refresh(connection) } catch { controlLost(error) }
-        }
+        do { try clock.refresh(connection) } catch { return controlLost(error) }
+        recordPendingSkips(on: connection)
         let now = clock.now
-        for job in enabledJobs {
-            queueDue(job, now: now)
-        }
+        queueDueJobs(now: now)
+        checkSessionDeadlines(now: now)
         startQueuedRuns()
     }
 
     private func hasDueWork() -> Bool {
         let now = clock.now
+        if !controlLent, pendingSkips.contains(where: { $0.slot <= now }) { return true }
         return enabledJobs.contains { job in
             guard let state = states[job.name] else { return false }
-            return state.queued != nil || state.notified
-                || [state.nextSlot, state.retry?.at, state.deadlineCheck].contains { $0.map { $0 <= now } ?? false }
+            return state.canStart || state.plannedTimes.contains { $0.map { $0 <= now } ?? false }
+        }
+    }
+
+    private func queueDueJobs(now: Date) {
+        for job in enabledJobs {
+            queueDue(job, now: now)
         }
     }
 
     private func queueDue(_ job: JobConfiguration, now: Date) {
         var state = states[job.name, default: JobState()]
-        defer { states[job.name] = state }
         if let slot = state.nextSlot, slot <= now {
             // However many slots passed (a suspended host), only the latest runs: never a flood.
             let latest = job.schedule.previousDate(atOrBefore: now) ?? slot
@@ -98,11 +141,13 @@ extension Daemon {
             state.deadlineCheck = nil
             state.retry = nil
             if state.running {
+                states[job.name] = state
                 recordSkippedSlot(job, slot: latest)
-            } else {
-                state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
+                return
             }
+            state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
         }
+        defer { states[job.name] = state }
         guard !state.running, state.queued == nil else { return }
         if let retry = state.retry, retry.at <= now {
             state.retry = nil
@@ -110,26 +155,38 @@ extension Daemon {
         } else if state.notified {
             state.notified = false
             state.queued = JobRunner.Request(job: job, trigger: .notify)
-        } else if let deadline = state.deadlineCheck, deadline <= now {
-            state.deadlineCheck = nil
-            state.queued = JobRunner.Request(job: job, trigger: .schedule)
         }
     }
 
-    /// A due slot whose job is still running here: claim it and record it `skipped`
-    /// (or find that another instance already took it). Low-footprint mode has lent
-    /// its only connection to the run, so the slot simply passes.
+    /// A due slot whose job is still running here: claim it and record it
+    /// `skipped` (or find that another instance already took it). Without a
+    /// free connection (low-footprint mode lent it to the run) the slot waits in
+    /// `pendingSkips`.
     private func recordSkippedSlot(_ job: JobConfiguration, slot: Date) {
-        guard !runningOnControl, let connection = ensureControl() else { return }
-        do {
-            _ = try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: slot), on: connection)
-        } catch {
-            controlLost(error)
+        pendingSkips.append((job, slot))
+        if !controlLent, let connection = control { recordPendingSkips(on: connection) }
+    }
+
+    /// Records the pending skipped slots that are due on the database clock; the rest wait.
+    private func recordPendingSkips(on connection: Connection) {
+        var remaining = pendingSkips[...]
+        var notDue: [(job: JobConfiguration, slot: Date)] = []
+        while let skip = remaining.first {
+            do {
+                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, on: connection)
+            } catch is JobRunner.SlotNotDue {
+                notDue.append(skip)
+            } catch {
+                pendingSkips = notDue + remaining
+                return controlLost(error)
+            }
+            remaining.removeFirst()
         }
+        pendingSkips = notDue
     }
 
     private func startQueuedRuns() {
-        for job in enabledJobs where runningCount < configuration.worker.maxConcurrentJobs {
+        for job in enabledJobs where hasFreePlace {
             guard var state = states[job.name], let request = state.queued, !state.running else { continue }
             guard let connection = borrowConnection() else { return }
             state.queued = nil
@@ -148,15 +205,17 @@ extension Daemon {
         let events = self.events
         let stop: @Sendable () -> Bool = { [weak self] in self?.stopRequested.load(ordering: .relaxed) ?? true }
         let thread = Thread {
-            let outcome: Result<JobRunner.Outcome, PostgresError>
+            let result: RunResult
             do {
-                outcome = .success(try runner.run(request, on: connection, stopRequested: stop))
+                result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
+            } catch is JobRunner.SlotNotDue {
+                result = .slotNotDue
             } catch let error as PostgresError {
-                outcome = .failure(error)
+                result = .databaseError(error)
             } catch {
-                outcome = .failure(PostgresError(kind: .query, message: "\(error)"))
+                result = .databaseError(PostgresError(kind: .query, message: "\(error)"))
             }
-            events.post(.finished(request: request, outcome: outcome, connection: connection))
+            events.post(.finished(request: request, result: result, connection: connection))
         }
         thread.name = "caretaker/\(request.job.name)"
         thread.stackSize = 512 * 1024
@@ -165,20 +224,25 @@ extension Daemon {
 
     // MARK: Completion
 
-    func finished(_ request: JobRunner.Request, outcome: Result<JobRunner.Outcome, PostgresError>, connection: Connection?) {
+    func finished(_ request: JobRunner.Request, result: RunResult, connection: Connection?) {
         runningCount -= 1
         if let connection { busyConnections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) } }
         let name = request.job.name
         states[name, default: JobState()].running = false
-        switch outcome {
-        case .success(.finished(_, .failed, _, _)):
+        giveBack(connection)
+        switch result {
+        case .slotNotDue:
+            // The clock estimate ran a little ahead: ask again when the database agrees.
+            if let slot = request.slot, var state = states[name] {
+                state.nextSlot = min(state.nextSlot ?? slot, slot)
+                states[name] = state
+            }
+        case .outcome(.finished(_, .failed, _, _)):
             planRetry(after: request)
-            giveBack(connection)
-        case .success:
-            giveBack(connection)
-        case .failure(let error):
+        case .outcome:
+            break
+        case .databaseError(let error):
             logger.error("run aborted: database error", metadata: ["job": "\(name)", "error": "\(error)"])
-            if lowFootprint { control = nil }
             planRetry(after: request)
         }
         if name == BuiltInJob.logoutInactive.rawValue { refreshDeadlineCheck() }
@@ -198,26 +262,62 @@ extension Daemon {
                                                 "retry_in_ms": "\(delay.microseconds / 1000)"])
     }
 
-    /// `logout-inactive`: look again when the next active session reaches its idle deadline.
+    // MARK: logout-inactive deadlines
+
+    /// `logout-inactive` and its settings, when it is enabled and deadline checks apply.
+    ///
+    /// Normal mode only: low-footprint mode sleeps until the next slot (SPEC §5),
+    /// so there idle sessions are revoked on the job's schedule.
+    private var deadlineJob: (JobConfiguration, LogoutInactiveSettings)? {
+        guard !lowFootprint, let job = configuration.job(named: BuiltInJob.logoutInactive.rawValue), job.enabled,
+              case .logoutInactive(let settings) = job.settings else { return nil }
+        return (job, settings)
+    }
+
+    /// At a planned deadline check, asks the database whether a session's idle
+    /// deadline has passed: if so `logout-inactive` runs now, else the next check is planned.
+    private func checkSessionDeadlines(now: Date) {
+        guard let (job, _) = deadlineJob, let state = states[job.name], !state.running, state.queued == nil,
+              let check = state.deadlineCheck, check <= now else { return }
+        guard let wait = secondsUntilNextDeadline() else { return }
+        if let wait, wait <= 0 {
+            states[job.name]?.deadlineCheck = nil
+            states[job.name]?.queued = JobRunner.Request(job: job, trigger: .schedule)
+        } else {
+            planDeadlineCheck(wait: wait)
+        }
+    }
+
+    /// `logout-inactive`: plans the next look at the sessions, so that every idle
+    /// session is revoked within moments of its deadline rather than at the next slot.
     func refreshDeadlineCheck() {
-        let name = BuiltInJob.logoutInactive.rawValue
-        guard let job = configuration.job(named: name), job.enabled,
-              case .logoutInactive(let settings) = job.settings,
-              !runningOnControl, let connection = ensureControl() else { return }
+        guard deadlineJob != nil, let wait = secondsUntilNextDeadline() else { return }
+        planDeadlineCheck(wait: wait)
+    }
+
+    /// Seconds until the earliest active session's deadline (`.some(nil)`: no
+    /// active session); nil when the database could not be asked.
+    private func secondsUntilNextDeadline() -> Double?? {
+        guard let (_, settings) = deadlineJob, !controlLent, let connection = control else { return nil }
         do {
-            let wait = try LogoutInactive.secondsUntilNextDeadline(
-                connection, schema: quoteIdentifier(configuration.database.appSchema), idleTimeout: settings.idleTimeout)
-            try clock.refresh(connection)
-            var state = states[name, default: JobState()]
-            if let wait {
-                let deadline = clock.now.addingTimeInterval(max(wait, 0) + Self.deadlineMargin)
-                state.deadlineCheck = (state.nextSlot.map { deadline < $0 } ?? true) ? deadline : nil
-            } else {
-                state.deadlineCheck = nil
-            }
-            states[name] = state
+            return .some(try LogoutInactive.secondsUntilNextDeadline(
+                connection, schema: quoteIdentifier(configuration.database.appSchema), idleTimeout: settings.idleTimeout))
         } catch {
             controlLost(error)
+            return nil
         }
+    }
+
+    /// The next check comes at the earliest deadline, and at the latest one
+    /// `idle_timeout` from now: a session that starts later cannot reach its
+    /// deadline before then, so none is missed. A slot that comes first covers it.
+    private func planDeadlineCheck(wait: Double?) {
+        guard let (job, settings) = deadlineJob else { return }
+        let lookahead = settings.idleTimeout.seconds
+        let seconds = min(wait.map { max($0, 0) + Self.deadlineMargin } ?? lookahead, lookahead)
+        let check = clock.now.addingTimeInterval(seconds)
+        var state = states[job.name, default: JobState()]
+        state.deadlineCheck = (state.nextSlot.map { check < $0 } ?? true) ? check : nil
+        states[job.name] = state
     }
 }

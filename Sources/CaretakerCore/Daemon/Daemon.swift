@@ -15,30 +15,57 @@ import Musl
 /// earliest due time, a signal, a finished run or a NOTIFY, then starts due
 /// runs on threads of their own (libpq blocks; nothing here touches Swift's
 /// cooperative pool). Every decision about time is taken on the database
-/// clock, carried forward by `ClockEstimate` between readings. In
-/// low-footprint mode there is a single connection, jobs run inline one at a
-/// time, and the connection is closed while the next run is far away.
+/// clock, carried forward by `ClockEstimate` between readings, and a slot is
+/// only claimed once the database agrees it is due. Nothing on the scheduler
+/// thread waits for the database for longer than one statement: while it is
+/// unreachable, reconnection attempts are planned like any other wake-up, so
+/// signals are handled and the watchdog is fed throughout. In low-footprint
+/// mode there is a single connection, lent to the one running job, and closed
+/// while the next run is far away.
 public final class Daemon: @unchecked Sendable {
     enum Event: Sendable {
         case signal(Int32)
-        case finished(request: JobRunner.Request, outcome: Result<JobRunner.Outcome, PostgresError>, connection: Connection?)
+        case finished(request: JobRunner.Request, result: RunResult, connection: Connection?)
+    }
+
+    /// How a run on a job thread ended, as the scheduler thread learns it.
+    enum RunResult: Sendable {
+        case outcome(JobRunner.Outcome)
+        /// The slot was not due yet on the database clock; nothing was recorded.
+        case slotNotDue
+        /// The database failed under the run (connection lost, bookkeeping missing).
+        case databaseError(PostgresError)
     }
 
     let configurationPath: String
     let lowFootprintFlag: Bool
+    /// Fixed at start-up: the mode decides how connections are held, so a reload cannot switch it.
+    let lowFootprint: Bool
     var configuration: Configuration
     var runner: JobRunner
     let logger: Logger
     let notifier: SystemdNotifier
     let events = EventQueue<Event>()
     let stopRequested = Atomic<Bool>(false)
+    /// `worker.shutdown_grace` in microseconds, readable from the signal thread while a reload changes it.
+    let shutdownGraceMicroseconds: Atomic<Int64>
     /// Connections running a job right now, to cancel when the shutdown grace runs out.
     let busyConnections = Mutex<[ObjectIdentifier: Connection]>([:])
 
+    /// The scheduler's connection: clock readings, claims of skipped slots, LISTEN.
     var control: Connection?
+    /// Low-footprint mode: the single connection is running a job (it is not in `control` meanwhile).
+    var controlLent = false
+    /// A connection has worked before: a later one must catch up on NOTIFYs it missed.
+    var connectedBefore = false
+    /// While the database is unreachable: when to try again, and how long the next wait is.
+    var reconnect: ReconnectBackoff?
     var idleConnections: [Connection] = []
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
     var states: [String: JobState] = [:]
+    /// Slots that came due while their job was running and no connection was free
+    /// to record them (low-footprint mode); recorded `skipped` as soon as one is.
+    var pendingSkips: [(job: JobConfiguration, slot: Date)] = []
     var runningCount = 0
     var lastWatchdog = ContinuousClock.now
     private var signalSources: [any DispatchSourceSignal] = []
@@ -46,15 +73,15 @@ public final class Daemon: @unchecked Sendable {
     public init(configurationPath: String, lowFootprint: Bool, configuration: Configuration, logger: Logger) throws {
         self.configurationPath = configurationPath
         self.lowFootprintFlag = lowFootprint
+        self.lowFootprint = configuration.worker.lowFootprint
         self.configuration = configuration
         self.logger = logger
         self.notifier = SystemdNotifier()
+        self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
         self.runner = JobRunner(configuration: configuration,
                                 mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
                                 logger: logger)
     }
-
-    var lowFootprint: Bool { configuration.worker.lowFootprint }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean shutdown).
     public func run() -> ExitStatus {
@@ -62,19 +89,37 @@ public final class Daemon: @unchecked Sendable {
         logger.info("starting", metadata: [
             "version": "\(caretakerVersion)", "config": "\(configurationPath)",
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
-        guard connectControl(firstTime: true) else { return shutdown() }
+        guard waitForDatabase() else { return shutdown() }
         planInitialRuns()
         notifier.ready(status: statusLine())
-        logger.info("ready", metadata: ["jobs": "\(configuration.jobs.filter(\.enabled).map(\.name).joined(separator: ","))"])
+        logger.info("ready", metadata: ["jobs": "\(enabledJobs.map(\.name).joined(separator: ","))"])
         while !stopRequested.load(ordering: .relaxed) {
+            // Normal mode keeps its LISTEN connection open, reconnecting as the backoff allows.
+            if !lowFootprint { _ = ensureControl() }
             dispatchDueRuns()
             releaseIdleConnectionIfFar()
-            let wake = events.wait(timeout: timeUntilNextWake(), socket: listenSocket)
-            wake.events.forEach(handle)
-            if wake.socketReadable { readNotifications() }
-            feedWatchdog()
+            waitForEvents(timeout: timeUntilNextWake())
         }
         return shutdown()
+    }
+
+    /// Start-up: connects (retrying with backoff, logging each attempt) until the
+    /// database answers and caretaker's schema is there. False on shutdown.
+    private func waitForDatabase() -> Bool {
+        while !stopRequested.load(ordering: .relaxed) {
+            if ensureControl() != nil { return true }
+            waitForEvents(timeout: timeUntilNextWake())
+        }
+        return false
+    }
+
+    /// Sleeps until the timeout, an event or a NOTIFY; handles what arrived and feeds the watchdog.
+    private func waitForEvents(timeout: Duration?) {
+        let wake = events.wait(timeout: timeout, socket: listenSocket)
+        wake.events.forEach(handle)
+        // Also after a plain timeout: a NOTIFY read along with a query's result waits in libpq's buffer.
+        readNotifications()
+        feedWatchdog()
     }
 
     // MARK: Events
@@ -86,8 +131,8 @@ public final class Daemon: @unchecked Sendable {
         case .signal(let number):
             logger.info("shutdown requested", metadata: ["signal": "\(number == SIGTERM ? "SIGTERM" : "SIGINT")"])
             stopRequested.store(true, ordering: .relaxed)
-        case .finished(let request, let outcome, let connection):
-            finished(request, outcome: outcome, connection: connection)
+        case .finished(let request, let result, let connection):
+            finished(request, result: result, connection: connection)
         }
     }
 
@@ -101,7 +146,7 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// Runs on a dispatch thread, so it works while the scheduler thread is busy in a job.
+    /// Runs on a dispatch thread, so the shutdown deadline is armed even while the scheduler thread is busy.
     private func signalled(_ number: Int32) {
         if number != SIGHUP && !stopRequested.exchange(true, ordering: .relaxed) {
             armShutdownDeadline()
@@ -109,25 +154,31 @@ public final class Daemon: @unchecked Sendable {
         events.post(.signal(number))
     }
 
-    /// After `shutdown_grace`, cancel running statements; a little later, exit regardless.
+    /// The process exits by `shutdown_grace` in any case. Running statements are
+    /// cancelled a little before (a tenth of the grace, at most 2 s), so their runs
+    /// can still be marked `interrupted` in time; a run that cannot be is found by
+    /// the next instance, because its advisory lock goes with the connection.
     private func armShutdownDeadline() {
-        let grace = configuration.worker.shutdownGrace
-        DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
+        let grace = Duration.microseconds(shutdownGraceMicroseconds.load(ordering: .relaxed))
+        let cancelAt = grace - min(grace / 10, .seconds(2))
+        DispatchQueue.global().asyncAfter(deadline: .now() + cancelAt.seconds) { [weak self] in
             guard let self else { return }
             let busy = self.busyConnections.withLock { Array($0.values) }
             if !busy.isEmpty {
-                self.logger.warning("shutdown grace over: cancelling running statements", metadata: ["runs": "\(busy.count)"])
+                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(busy.count)"])
                 busy.forEach { $0.cancel() }
             }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds + 3) { [weak self] in
-            self?.logger.error("runs did not stop after cancellation; exiting (their runs are marked interrupted by the next instance)")
+        DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
+            self?.logger.error("runs did not stop within shutdown_grace; exiting (the next instance marks them interrupted)")
             exit(0)
         }
     }
 
     // MARK: Shutdown
 
+    /// Starts nothing new and waits for running jobs, which stop between batches
+    /// and mark their runs `interrupted` (the deadline armed by the signal bounds the wait).
     private func shutdown() -> ExitStatus {
         notifier.stopping()
         stopRequested.store(true, ordering: .relaxed)
@@ -135,7 +186,8 @@ public final class Daemon: @unchecked Sendable {
             logger.info("waiting for running jobs to stop between batches", metadata: ["runs": "\(runningCount)"])
         }
         while runningCount > 0 {
-            events.wait(timeout: .seconds(1)).events.forEach(handle)
+            events.wait(timeout: notifier.watchdogInterval).events.forEach(handle)
+            feedWatchdog()
         }
         idleConnections.removeAll()
         control = nil
@@ -145,22 +197,36 @@ public final class Daemon: @unchecked Sendable {
 
     // MARK: Reload
 
+    /// SIGHUP: reads `jobs.toml` again; an invalid file leaves everything as it was.
     private func reload() {
+        let fresh: Configuration
+        let mail: (any MailTransport)?
         do {
-            let fresh = try ConfigurationLoader.load(path: configurationPath, lowFootprint: lowFootprintFlag ? true : nil)
-            let mail = try MailSetup.transport(for: fresh.jobs.filter(\.enabled), configuration: fresh)
-            configuration = fresh
-            runner = JobRunner(configuration: fresh, mail: mail, logger: logger)
-            let now = clock.now
-            for job in fresh.jobs {
-                states[job.name, default: JobState()].nextSlot = job.enabled ? job.schedule.nextDate(after: now) : nil
-            }
-            logger.info("configuration reloaded", metadata: ["config": "\(configurationPath)"])
-            notifier.status(statusLine())
+            fresh = try ConfigurationLoader.load(path: configurationPath, lowFootprint: lowFootprintFlag ? true : nil)
+            mail = try MailSetup.transport(for: fresh.jobs.filter(\.enabled), configuration: fresh)
         } catch {
             logger.error("configuration reload failed; keeping the previous configuration",
                          metadata: ["config": "\(configurationPath)", "error": "\(error)"])
+            return
         }
+        if fresh.worker.lowFootprint != lowFootprint {
+            logger.warning("low_footprint changes take effect at the next start", metadata: ["config": "\(configurationPath)"])
+        }
+        let databaseChanged = fresh.database.url != configuration.database.url
+            || fresh.database.passwordFile != configuration.database.passwordFile
+        configuration = fresh
+        configuration.worker.lowFootprint = lowFootprint
+        runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
+        shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
+        replanAfterReload()
+        if databaseChanged {
+            // Connections to the old database would keep serving it: connect afresh.
+            dropConnections()
+        } else if let control, !lowFootprint {
+            do { try listen(on: control) } catch { controlLost(error) }
+        }
+        logger.info("configuration reloaded", metadata: ["config": "\(configurationPath)"])
+        notifier.status(statusLine())
     }
 
     func statusLine() -> String {
@@ -168,9 +234,9 @@ public final class Daemon: @unchecked Sendable {
         return "\(enabled) jobs enabled, \(runningCount) running\(lowFootprint ? ", low-footprint" : "")"
     }
 
-    private func feedWatchdog() {
+    /// Fed from the loop itself: a stuck scheduler stops feeding and systemd restarts it.
+    func feedWatchdog() {
         guard let interval = notifier.watchdogInterval, ContinuousClock.now - lastWatchdog >= interval else { return }
-        // Fed from the loop itself: a stuck scheduler stops feeding and systemd restarts it.
         notifier.watchdog()
         lastWatchdog = ContinuousClock.now
     }

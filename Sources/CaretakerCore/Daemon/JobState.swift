@@ -8,12 +8,21 @@ struct JobState {
     var running = false
     /// A failed run's next attempt: when, and which attempt it is.
     var retry: (at: Date, attempt: Int)?
-    /// `logout-inactive`: the next session deadline, when it comes before `nextSlot`.
+    /// `logout-inactive`: when to look at the sessions' idle deadlines next, when that comes before `nextSlot`.
     var deadlineCheck: Date?
     /// A NOTIFY arrived (or LISTEN reconnected): run soon.
     var notified = false
     /// A run waiting for a free place under `max_concurrent_jobs`.
     var queued: JobRunner.Request?
+
+    /// A run can start as soon as a place is free.
+    var canStart: Bool { !running && (queued != nil || notified) }
+
+    /// The times the scheduler must wake for this job. While it runs, only its
+    /// next slot counts (to record it skipped); the rest waits for the run's end.
+    var plannedTimes: [Date?] {
+        running ? [nextSlot] : [nextSlot, retry?.at, deadlineCheck]
+    }
 }
 
 /// The LISTEN channel that wakes each job, as the notify-trigger migration names them.

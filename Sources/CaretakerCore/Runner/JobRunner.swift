@@ -49,11 +49,12 @@ public struct JobRunner: Sendable {
     }
 
     /// Runs `request` on `connection`, which nobody else may use meanwhile.
-    /// Throws only when the database itself fails (connection lost, bookkeeping missing).
+    /// Throws when the database itself fails (connection lost, bookkeeping missing),
+    /// and `SlotNotDue` when `request.slot` has not come yet on the database clock.
     public func run(_ request: Request, on connection: Connection,
                     stopRequested: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
         let name = request.job.name
-        if let slot = request.slot, try !claim(slot: slot, job: name, on: connection) {
+        if let slot = request.slot, try claim(slot: slot, job: name, on: connection) == .taken {
             return .alreadyClaimed
         }
         guard try lock(job: name, on: connection) else {
@@ -117,14 +118,46 @@ public struct JobRunner: Sendable {
         }
     }
 
+    /// Records `slot` of `job` as `skipped` without running it: the slot came due
+    /// while this process was still running the job's previous run. Claims the
+    /// slot first, so a slot another instance already took leaves no trace.
+    ///
+    /// Unlike `run`, this never takes the job's lock: when the previous run ends
+    /// between the slot coming due and this call, the slot is still one that
+    /// nobody ran because of it, and the scheduler thread must not run a job.
+    public func recordSkippedSlot(job: JobConfiguration, slot: Date, on connection: Connection) throws -> Outcome {
+        guard try claim(slot: slot, job: job.name, on: connection) == .claimed else { return .alreadyClaimed }
+        return .skipped(runID: try recordSkipped(Request(job: job, trigger: .schedule, slot: slot), slot: slot, on: connection))
+    }
+
     // MARK: Slots and locks
 
-    /// Takes the unique `(job, slot)` record; false when another instance has it.
-    private func claim(slot: Date, job: String, on connection: Connection) throws -> Bool {
-        try connection.query("""
-            INSERT INTO caretaker.job_slots (job, slot) VALUES ($1, to_timestamp($2::float8))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, job, slot.timeIntervalSince1970).affectedRows == 1
+    /// Thrown for a slot that has not come yet on the database clock (only the
+    /// daemon passes slots, from its estimate of that clock): nothing was
+    /// recorded; ask again once the slot is due.
+    public struct SlotNotDue: Error, Sendable {
+        public let slot: Date
+    }
+
+    private enum Claim { case claimed, taken }
+
+    /// Takes the unique `(job, slot)` record; `.taken` when another instance has it.
+    ///
+    /// The record is only inserted when the slot is due on the database's own
+    /// clock (rule zero): the scheduler decides from an estimate of that clock,
+    /// and a slot must never run early because the estimate was a little ahead.
+    private func claim(slot: Date, job: String, on connection: Connection) throws -> Claim {
+        let row = try connection.query("""
+            WITH due AS (SELECT to_timestamp($2::float8) <= clock_timestamp() AS due),
+                 taken AS (
+                     INSERT INTO caretaker.job_slots (job, slot)
+                     SELECT $1, to_timestamp($2::float8) FROM due WHERE due
+                     ON CONFLICT DO NOTHING RETURNING 1
+                 )
+            SELECT (SELECT due FROM due) AS due, EXISTS (SELECT 1 FROM taken) AS claimed
+            """, job, slot.timeIntervalSince1970).first
+        guard row?.bool("due") == true else { throw SlotNotDue(slot: slot) }
+        return row?.bool("claimed") == true ? .claimed : .taken
     }
 
     private func lock(job: String, on connection: Connection) throws -> Bool {

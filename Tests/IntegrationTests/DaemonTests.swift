@@ -1,0 +1,543 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Postgres
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `caretaker run` as real processes receiving real signals, against real PostgreSQL
+/// (SPEC §4 and §5). Each test has a database of its own; the outage test has a
+/// cluster of its own, so stopping it disturbs nobody.
+@Suite struct DaemonTests {
+    // MARK: Configuration helpers
+
+    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+
+    /// `[jobs.X] enabled = false` for every built-in job but `keep`.
+    static func disabledBuiltIns(except keep: Set<String> = []) -> String {
+        builtInJobs.filter { !keep.contains($0) }.map { "[jobs.\($0)]\nenabled = false\n" }.joined(separator: "\n")
+    }
+
+    /// An operator SQL job.
+    static func sqlJob(_ name: String, schedule: String = "@every 1s", sql: String, extra: String = "") -> String {
+        "\n[jobs.\(name)]\nschedule = \"\(schedule)\"\nsql = \"\(sql)\"\n\(extra)"
+    }
+
+    /// The database's clock, in seconds since the epoch.
+    static func now(_ db: TestDatabase) throws -> Double {
+        try db.connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first!.double("now")!
+    }
+
+    /// Polls `condition` every 50 ms until it holds; false after `timeout`.
+    static func eventually(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if try condition() { return true }
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Stops a daemon with SIGTERM and expects a clean exit.
+    static func stop(_ daemon: DaemonProcess, within timeout: Duration = .seconds(10),
+                     sourceLocation: SourceLocation = #_sourceLocation) async {
+        daemon.signal(SIGTERM)
+        let status = await daemon.waitForExit(timeout: timeout)
+        #expect(status == 0, "exit status \(String(describing: status)); log:\n\(daemon.log)", sourceLocation: sourceLocation)
+    }
+
+    /// Starts a daemon and waits until it says `ready`.
+    static func started(_ config: String, lowFootprint: Bool = false, environment: [String: String] = [:],
+                        sourceLocation: SourceLocation = #_sourceLocation) async throws -> DaemonProcess {
+        let daemon = try DaemonProcess(config: config, lowFootprint: lowFootprint, environment: environment)
+        try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "no ready line; log:\n\(daemon.log)",
+                     sourceLocation: sourceLocation)
+        return daemon
+    }
+
+    /// Runs of `job` that overlap in time (pairs), skipped slots aside.
+    static func overlappingRuns(_ db: TestDatabase, job: String? = nil) throws -> Int {
+        try db.count("""
+            SELECT count(*) FROM caretaker.job_runs a JOIN caretaker.job_runs b ON a.id < b.id
+            WHERE ($1::text IS NULL OR (a.job = $1 AND b.job = $1))
+              AND a.status <> 'skipped' AND b.status <> 'skipped'
+              AND tstzrange(a.started_at, coalesce(a.finished_at, 'infinity')) && tstzrange(b.started_at, coalesce(b.finished_at, 'infinity'))
+            """, job)
+    }
+
+    /// Connections of caretaker daemons to this test's database (the tests' own are `caretaker-tests`).
+    static func daemonConnections(_ db: TestDatabase) throws -> Int {
+        try db.count("""
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND (application_name = 'caretaker' OR application_name LIKE 'caretaker/%')
+            """)
+    }
+
+    // MARK: 1. Each slot once across instances
+
+    @Test("three instances, an @every 1s job, ten seconds: one run per slot, none early, none overlapping")
+    func threeInstances() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.2)"))
+        var daemons: [DaemonProcess] = []
+        for _ in 0..<3 { daemons.append(try DaemonProcess(config: config)) }
+        for daemon in daemons {
+            try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "\(daemon.log)")
+        }
+        let from = try Self.now(db)
+        try await Task.sleep(for: .seconds(10))  // the observation window, not a wait for an event
+        let stopping = try Self.now(db)
+        for daemon in daemons { await Self.stop(daemon) }
+
+        let duplicated = try db.connection.query("""
+            SELECT slot, count(*) FROM caretaker.job_runs WHERE job = 'tick' GROUP BY slot HAVING count(*) > 1
+            """)
+        #expect(duplicated.rows.isEmpty, "slots run more than once: \(duplicated.rows.map(\.values))")
+        #expect(try Self.overlappingRuns(db, job: "tick") == 0)
+        let covered = try db.count("""
+            SELECT count(DISTINCT slot) FROM caretaker.job_runs
+            WHERE job = 'tick' AND status = 'succeeded' AND slot >= to_timestamp($1::float8)
+            """, from)
+        #expect(covered >= 8, "only \(covered) slots ran in ten seconds")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE started_at < slot") == 0,
+                "a slot started before it was due on the database clock")
+        // A run in flight at SIGTERM may end `interrupted`; any other run succeeded.
+        let odd = try db.connection.query("""
+            SELECT id, trigger, status, error FROM caretaker.job_runs
+            WHERE slot IS NULL OR NOT (status = 'succeeded' OR status = 'interrupted' AND finished_at > to_timestamp($1::float8))
+            """, stopping).rows
+        #expect(odd.isEmpty, "\(odd.map(\.values))")
+        #expect(try db.count("""
+            SELECT count(*) FROM caretaker.job_slots s
+            WHERE NOT EXISTS (SELECT 1 FROM caretaker.job_runs r WHERE r.job = s.job AND r.slot = s.slot)
+            """) == 0, "a claimed slot has no run")
+        #expect(try db.count("SELECT count(DISTINCT pid) FROM caretaker.job_runs") >= 2,
+                "one instance ran every slot: the others never competed")
+    }
+
+    // MARK: 2. Slower than its period
+
+    @Test("a job slower than its period: slots due while it runs are recorded once each as skipped")
+    func slowJobSkipsSlots() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("slow", sql: "SELECT pg_sleep(2.5)"))
+        let first = try await Self.started(config)
+        let second = try await Self.started(config)
+        // Two full periods of run-skip-skip.
+        #expect(try await Self.eventually(timeout: .seconds(12)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") >= 2
+        })
+        await Self.stop(first)
+        await Self.stop(second)
+
+        let skipped = try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped'")
+        #expect(skipped >= 2)
+        #expect(try db.connection.query("""
+            SELECT slot FROM caretaker.job_runs GROUP BY slot HAVING count(*) > 1
+            """).rows.isEmpty, "a slot was recorded twice")
+        #expect(try db.count("""
+            SELECT count(*) FROM caretaker.job_runs s
+            WHERE s.status = 'skipped' AND NOT EXISTS (
+                SELECT 1 FROM caretaker.job_runs r
+                WHERE r.status <> 'skipped' AND s.slot > r.started_at AND s.slot <= r.finished_at)
+            """) == 0, "a slot was recorded skipped although no run was going when it came due")
+        // Every slot from the first to the last one recorded is in the history: run or skipped.
+        let span = try db.connection.query("""
+            SELECT count(DISTINCT slot) AS recorded,
+                   round(extract(epoch FROM max(slot) - min(slot)))::int + 1 AS due
+            FROM caretaker.job_runs
+            """).first!
+        #expect(span.int("recorded") == span.int("due"), "slots missing from the history: \(span.values)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped' AND error IS NULL") == 0)
+    }
+
+    // MARK: 3. SIGTERM
+
+    @Test("SIGTERM during a batch: the batch commits, the run is interrupted, exit 0 within shutdown_grace")
+    func sigtermDuringBatch() async throws {
+        let db = try TestDatabase()
+        try db.connection.execute(script: "CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 100)")
+        let config = try db.writeConfiguration("[worker]\nshutdown_grace = \"5s\"\n\n" + Self.disabledBuiltIns() + Self.sqlJob(
+            "drain", sql: "WITH pause AS (SELECT pg_sleep(0.3)) DELETE FROM work WHERE id = (SELECT min(id) FROM work, pause)",
+            extra: "repeat_until_zero = true\n"))
+        let daemon = try await Self.started(config)
+        try #require(await daemon.waitForLog(containing: "msg=\"run started\" job=drain") != nil, "\(daemon.log)")
+        try #require(try await Self.eventually { try db.count("SELECT count(*) FROM work") <= 98 })
+        let signalled = ContinuousClock.now
+        daemon.signal(SIGTERM)
+        let status = await daemon.waitForExit(timeout: .seconds(6))
+        let took = ContinuousClock.now - signalled
+        #expect(status == 0, "\(daemon.log)")
+        #expect(took < .seconds(5), "took \(took), shutdown_grace is 5s")
+        #expect(took < .seconds(2), "a 0.3 s batch should end the run at once, took \(took)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'running'") == 0)
+        let run = try #require(try db.connection.query("""
+            SELECT status, (stats->>'rows')::int AS rows, error FROM caretaker.job_runs
+            WHERE job = 'drain' AND status <> 'skipped' ORDER BY id LIMIT 1
+            """).first)
+        #expect(run["status"] == "interrupted")
+        let remaining = try db.count("SELECT count(*) FROM work")
+        #expect(run.int("rows") == 100 - remaining, "every committed batch is counted, the one in flight too")
+        #expect(remaining > 0, "the run went on to the end instead of stopping")
+        #expect(daemon.lines(containing: "msg=\"shutdown requested\" signal=SIGTERM").count == 1)
+        #expect(daemon.lines(containing: "msg=stopped").count == 1)
+    }
+
+    @Test("SIGTERM while a statement outlasts shutdown_grace: it is cancelled, the run interrupted, exit 0 in time")
+    func sigtermCancelsAfterGrace() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration("[worker]\nshutdown_grace = \"2s\"\n\n" + Self.disabledBuiltIns()
+            + Self.sqlJob("stuck", schedule: "@every 1m", sql: "SELECT pg_sleep(30)", extra: "statement_timeout = \"1m\"\n"))
+        // It ran before, so it catches up on the current minute's slot at once.
+        try db.connection.query("""
+            INSERT INTO caretaker.job_runs (job, trigger, status, started_at, finished_at, host, pid)
+            VALUES ('stuck', 'manual', 'succeeded', now() - interval '1 day', now() - interval '1 day', 'h', 1)
+            """)
+        let daemon = try await Self.started(config)
+        try #require(await daemon.waitForLog(containing: "msg=\"run started\" job=stuck") != nil, "\(daemon.log)")
+        let signalled = ContinuousClock.now
+        daemon.signal(SIGTERM)
+        let status = await daemon.waitForExit(timeout: .seconds(4))
+        let took = ContinuousClock.now - signalled
+        #expect(status == 0, "\(daemon.log)")
+        #expect(took < .milliseconds(2300), "took \(took), shutdown_grace is 2s")
+        #expect(took > .seconds(1), "the statement cannot have ended by itself; took \(took)")
+        let run = try #require(try db.connection.query("""
+            SELECT status, error FROM caretaker.job_runs WHERE job = 'stuck' AND trigger = 'catch-up'
+            """).first)
+        #expect(run["status"] == "interrupted", "\(daemon.log)")
+        #expect(run["error"]?.contains("shutdown") == true)
+        #expect(daemon.lines(containing: "cancelling running statements").count == 1)
+    }
+
+    // MARK: 4. kill -9
+
+    @Test("kill -9 during a run: the next instance marks it interrupted at start-up")
+    func killNineDuringRun() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration(Self.disabledBuiltIns()
+            + Self.sqlJob("long", schedule: "@every 1s", sql: "SELECT pg_sleep(60)", extra: "statement_timeout = \"2m\"\n"))
+        let first = try await Self.started(config)
+        try #require(await first.waitForLog(containing: "msg=\"run started\" job=long") != nil, "\(first.log)")
+        let run = try #require(try db.connection.query("""
+            SELECT id, backend_pid FROM caretaker.job_runs WHERE job = 'long' AND status = 'running'
+            """).first)
+        let runID = try #require(run.int64("id"))
+        first.kill9()
+        // The server notices the vanished client within a second (client_connection_check_interval),
+        // not when the 60 s statement ends, and the run's advisory lock goes with the backend.
+        #expect(try await Self.eventually(timeout: .seconds(5)) {
+            try db.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", run.int("backend_pid")) == 0
+        }, "the dead worker's backend still runs its statement")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND status = 'running'", runID) == 1,
+                "nobody should have touched the row yet")
+        let second = try await Self.started(config)
+        // Marked before `ready`, without waiting for any timeout.
+        let row = try #require(try db.connection.query("SELECT status, error FROM caretaker.job_runs WHERE id = $1", runID).first)
+        #expect(row["status"] == "interrupted")
+        #expect(row["error"]?.contains("died") == true)
+        #expect(second.lines(containing: "marked runs of dead processes interrupted", "runs=1").count == 1, "\(second.log)")
+        second.kill9()
+    }
+
+    // MARK: 5. Database outage
+
+    @Test("the database stopped for several seconds: the daemon retries, logs it, keeps the watchdog fed, and carries on")
+    func databaseOutage() async throws {
+        let server = try TemporaryPostgres()
+        defer { try? server.stop() }
+        try server.connect().query("CREATE DATABASE outage")
+        try Migrator(appSchema: "public").migrate(on: server.connect(database: "outage"))
+        let path = NSTemporaryDirectory() + "caretaker-outage-\(UUID().uuidString).toml"
+        try ("[database]\nurl = \"\(server.conninfo(database: "outage"))\"\nconnect_timeout = \"2s\"\n\n"
+            + Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT 1"))
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let notify = try NotifySocket()
+        let daemon = try await Self.started(path, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        try #require(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick") != nil, "\(daemon.log)")
+
+        try server.stop()
+        let stopped = ContinuousClock.now
+        #expect(await daemon.waitForLog(containing: "lost the scheduler's database connection") != nil, "\(daemon.log)")
+        // Attempts 1, 2 and 3 come about 0, 1 and 3 seconds after the loss.
+        #expect(await daemon.waitForLog(containing: "attempt=3", timeout: .seconds(10)) != nil, "\(daemon.log)")
+        let retries = daemon.lines(containing: "database unavailable; retrying")
+        #expect(retries.count >= 3)
+        #expect(retries.contains { $0.contains("retry_in_ms=2000") }, "backoff doubles: \(retries)")
+        try server.start()
+        let restarted = ContinuousClock.now
+        #expect(await daemon.waitForLog(containing: "database reachable again", timeout: .seconds(15)) != nil, "\(daemon.log)")
+        let runsBefore = daemon.lines(containing: "msg=\"run finished\" job=tick").count
+        #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: runsBefore + 2) != nil,
+                "the job did not run again after the database came back: \(daemon.log)")
+        #expect(!daemon.hasExited)
+
+        // systemd would have killed a daemon whose pings stopped for WATCHDOG_USEC (1 s) during the outage.
+        let pings = notify.messages.filter { $0.text.contains("WATCHDOG=1") && $0.receivedAt > stopped && $0.receivedAt < restarted }
+        #expect(pings.count >= 4, "\(pings.count) watchdog pings during the outage")
+        let gaps = zip(pings, pings.dropFirst()).map { $1.receivedAt - $0.receivedAt }
+        #expect(gaps.allSatisfy { $0 < .seconds(1) }, "the watchdog starved: gaps \(gaps)")
+        await Self.stop(daemon)
+        let connection = try server.connect(database: "outage")
+        #expect(try connection.query("SELECT count(*) AS n FROM caretaker.job_runs WHERE status = 'running'").first?.int("n") == 0)
+    }
+
+    // MARK: 6. SIGHUP
+
+    @Test("SIGHUP with a broken jobs.toml keeps the old configuration; with a valid one applies it")
+    func reload() async throws {
+        let db = try TestDatabase()
+        let tick = Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT 1")
+        let config = try db.writeConfiguration(tick)
+        let daemon = try await Self.started(config)
+        try #require(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick") != nil, "\(daemon.log)")
+
+        _ = try db.writeConfiguration(tick + "bogus_key = 1\n")
+        daemon.signal(SIGHUP)
+        let failure = try #require(await daemon.waitForLog(containing: "configuration reload failed"), "\(daemon.log)")
+        #expect(failure.first?.contains("jobs.tick.bogus_key") == true, "the log should say why: \(failure)")
+        let lastBefore = try db.count("SELECT max(id) FROM caretaker.job_runs")
+        #expect(try await Self.eventually(timeout: .seconds(5)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded' AND id > $1", lastBefore) >= 2
+        }, "the job stopped after the failed reload")
+
+        _ = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("tock", sql: "SELECT 2"))
+        daemon.signal(SIGHUP)
+        #expect(await daemon.waitForLog(containing: "msg=\"configuration reloaded\"") != nil, "\(daemon.log)")
+        let reloadedAt = try Self.now(db)
+        #expect(try await Self.eventually(timeout: .seconds(5)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tock' AND status = 'succeeded'") >= 2
+        }, "the new job does not run: \(daemon.log)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND started_at > to_timestamp($1::float8)",
+                             reloadedAt) == 0, "the removed job still runs")
+        await Self.stop(daemon)
+    }
+
+    // MARK: 7. systemd notifications
+
+    @Test("READY=1, a steady WATCHDOG=1 while jobs run, STOPPING=1 on SIGTERM, on a test NOTIFY_SOCKET")
+    func systemdNotify() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration(Self.disabledBuiltIns()
+            + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.3)")
+            + Self.sqlJob("slow", schedule: "@every 2s", sql: "SELECT pg_sleep(2.5)"))
+        let notify = try NotifySocket()
+        let daemon = try DaemonProcess(config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
+        let ready = try #require(await notify.waitFor("READY=1"), "\(daemon.log)")
+        #expect(ready.text.contains("STATUS="))
+        // Three seconds with runs starting, finishing and slots skipped.
+        #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: 3) != nil, "\(daemon.log)")
+        #expect(await daemon.waitForLog(containing: "status=skipped") != nil, "\(daemon.log)")
+        let pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > ready.receivedAt }
+        #expect(pings.count >= 15, "\(pings.count) pings")
+        let gaps = zip(pings, pings.dropFirst()).map { $1.receivedAt - $0.receivedAt }
+        #expect(gaps.allSatisfy { $0 < .milliseconds(200) }, "longest gap \(gaps.max() ?? .zero) exceeds WATCHDOG_USEC")
+        daemon.signal(SIGTERM)
+        #expect(await notify.waitFor("STOPPING=1") != nil)
+        #expect(await daemon.waitForExit(timeout: .seconds(5)) == 0)
+    }
+
+    // MARK: 8. Catch-up
+
+    @Test("after downtime across a slot, one catch-up run, however many slots were missed and instances start")
+    func catchUpOnce() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("nightly", schedule: "0 0 * * *", sql: "SELECT 1"))
+        // It last ran three days ago: three midnights passed while nobody was running.
+        try db.connection.query("""
+            INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, host, pid)
+            VALUES ('nightly', 'schedule', 'succeeded', date_trunc('day', now() - interval '3 days'),
+                    now() - interval '3 days', now() - interval '3 days', 'old-host', 1)
+            """)
+        let first = try DaemonProcess(config: config)
+        let second = try DaemonProcess(config: config)
+        for daemon in [first, second] {
+            try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "\(daemon.log)")
+        }
+        #expect(try await Self.eventually {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE trigger = 'catch-up' AND status = 'succeeded'") == 1
+        })
+        try await Task.sleep(for: .milliseconds(500))  // room for a second catch-up to show, should there be one
+        await Self.stop(first)
+        await Self.stop(second)
+        // A restart within the same day finds the slot taken.
+        let third = try await Self.started(config)
+        try await Task.sleep(for: .milliseconds(500))
+        await Self.stop(third)
+
+        let runs = try db.connection.query("""
+            SELECT trigger, status, slot = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS latest_midnight
+            FROM caretaker.job_runs WHERE host <> 'old-host'
+            """).rows
+        #expect(runs.count == 1, "\(runs.map(\.values))")
+        #expect(runs.first?["trigger"] == "catch-up")
+        #expect(runs.first?.bool("latest_midnight") == true, "the catch-up is for the latest missed slot")
+    }
+
+    // MARK: 9. NOTIFY
+
+    static func mailConfig(_ directory: String) -> String {
+        """
+        [mail]
+        transport = "file"
+        directory = "\(directory)"
+        from = "Community <no-reply@example.org>"
+
+        [jobs.send-temp-passwords]
+        schedule = "@every 1m"
+        bcrypt_cost = 4
+
+        """
+    }
+
+    /// Inserts a user and a reset request for them; returns the request's id.
+    @discardableResult
+    static func resetRequest(_ db: TestDatabase) throws -> Int64 {
+        try db.connection.query("INSERT INTO users (email, password_hash) VALUES ('ann@example.org', 'h')")
+        return try db.connection.query("""
+            INSERT INTO password_reset_requests (email) VALUES ('ann@example.org') RETURNING id
+            """).first!.int64("id")!
+    }
+
+    @Test("a reset request NOTIFYs the daemon, which runs send-temp-passwords within 2 s")
+    func notifyRunsTheJob() async throws {
+        let db = try TestDatabase()
+        let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: mailbox) }
+        let config = try db.writeConfiguration(Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]))
+        let daemon = try await Self.started(config)
+        let id = try Self.resetRequest(db)
+        #expect(try await Self.eventually(timeout: .seconds(2)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
+        }, "no notify-triggered run: \(daemon.log)")
+        #expect(try await Self.eventually(timeout: .seconds(5)) {
+            try db.count("SELECT count(*) FROM password_reset_requests WHERE id = $1 AND status = 'sent'", id) == 1
+        }, "\(daemon.log)")
+        #expect(try db.count("""
+            SELECT count(*) FROM password_reset_requests r
+            WHERE id = $1 AND sent_at - requested_at < interval '2 seconds'
+            """, id) == 1)
+        #expect((try FileManager.default.contentsOfDirectory(atPath: mailbox)).filter { $0.hasSuffix(".eml") }.count == 1)
+        await Self.stop(daemon)
+    }
+
+    @Test("low-footprint mode does not LISTEN: a reset request waits for the schedule")
+    func lowFootprintDoesNotListen() async throws {
+        let db = try TestDatabase()
+        let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: mailbox) }
+        let config = try db.writeConfiguration(Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]))
+        let daemon = try await Self.started(config, lowFootprint: true)
+        try Self.resetRequest(db)
+        try await Task.sleep(for: .seconds(2))  // what the normal mode does within 2 s must not happen here
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE trigger = 'notify'") == 0, "\(daemon.log)")
+        await Self.stop(daemon)
+    }
+
+    // MARK: 10. Low-footprint mode
+
+    @Test("low-footprint: no connection while idle, and no wake-ups either")
+    func lowFootprintIdle() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration("[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
+            + Self.sqlJob("tick", schedule: "@every 5s", sql: "SELECT 1"))
+        let daemon = try await Self.started(config, lowFootprint: true)
+        // A scheduled run (not the catch-up at start): the next slot is 5 s away.
+        let scheduled = "trigger=schedule status=succeeded"
+        try #require(await daemon.waitForLog(containing: scheduled, timeout: .seconds(8)) != nil, "\(daemon.log)")
+        #expect(try await Self.eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
+                "the connection stayed open after the run")
+        // Until just before the next slot: no connection, and the scheduler thread sleeps.
+        let nextSlot = (try Self.now(db) / 5).rounded(.up) * 5
+        let switchesBefore = try Self.voluntarySwitches(daemon.pid)
+        var samples: [Int] = []
+        while try Self.now(db) < nextSlot - 0.5 {
+            samples.append(try Self.daemonConnections(db))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
+        #expect(samples.count >= 10, "idle window too short to judge: \(samples.count) samples")
+        #expect(samples.allSatisfy { $0 == 0 }, "connections while idle: \(samples)")
+        #expect(switches <= 2, "the idle scheduler woke \(switches) times")
+        // It connects again for the next run.
+        #expect(await daemon.waitForLog(containing: scheduled, count: 2, timeout: .seconds(8)) != nil, "\(daemon.log)")
+        await Self.stop(daemon)
+    }
+
+    /// Voluntary context switches of the process's main thread (the scheduler).
+    static func voluntarySwitches(_ pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") })
+        return Int(line.split(separator: "\t").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "") ?? -1
+    }
+
+    @Test("low-footprint: one job at a time on one connection, batch_pause between batches, no spinning while a job waits")
+    func lowFootprintOneAtATime() async throws {
+        let db = try TestDatabase()
+        try db.connection.execute(script: """
+            CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 5);
+            CREATE TABLE deleted (id int, at timestamptz)
+            """)
+        let config = try db.writeConfiguration("[worker]\nbatch_pause = \"300ms\"\n\n" + Self.disabledBuiltIns()
+            + Self.sqlJob("alpha", schedule: "@every 2s", sql: "SELECT pg_sleep(0.5)")
+            + Self.sqlJob("drain", schedule: "@every 2s",
+                          sql: "WITH d AS (DELETE FROM work WHERE id = (SELECT min(id) FROM work) RETURNING id) INSERT INTO deleted SELECT id, clock_timestamp() FROM d",
+                          extra: "repeat_until_zero = true\n"))
+        let daemon = try await Self.started(config, lowFootprint: true)
+        let cpuBefore = try #require(daemon.cpuTime)
+        var connections: [Int] = []
+        let done = try await Self.eventually(timeout: .seconds(12)) {
+            connections.append(try Self.daemonConnections(db))
+            return try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'drain' AND status = 'succeeded' AND (stats->>'rows')::int = 5") == 1
+                && daemon.lines(containing: "msg=\"run finished\" job=alpha").count >= 2
+        }
+        let cpu = try #require(daemon.cpuTime) - cpuBefore
+        await Self.stop(daemon)
+        #expect(done, "\(daemon.log)")
+        #expect(try Self.overlappingRuns(db) == 0, "two jobs ran at the same time")
+        #expect(connections.max() ?? 0 <= 1, "more than one connection: \(connections)")
+        #expect(connections.contains(1), "never saw the daemon's connection: the sampling is broken")
+        let gaps = try db.connection.query("""
+            SELECT extract(epoch FROM at - lag(at) OVER (ORDER BY at))::float8 AS gap FROM deleted ORDER BY at
+            """).rows.compactMap { $0.double("gap") }
+        #expect(gaps.count == 4)
+        #expect(gaps.allSatisfy { $0 >= 0.29 }, "batches closer than batch_pause: \(gaps)")
+        #expect(cpu < .milliseconds(500), "\(cpu) of CPU in a few seconds of mostly waiting: the scheduler spins")
+    }
+
+    // MARK: 11. logout-inactive deadlines
+
+    @Test("logout-inactive revokes a session right after its idle deadline, not at the next slot")
+    func logoutAtDeadline() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration("[jobs.logout-inactive]\nschedule = \"@every 1m\"\nidle_timeout = \"3s\"\n\n"
+            + Self.disabledBuiltIns(except: ["logout-inactive"]))
+        let daemon = try await Self.started(config)
+        // The session starts after the daemon is up: it has to notice it by itself.
+        let session = try db.connection.query("""
+            WITH u AS (INSERT INTO users (email, password_hash) VALUES ('bo@example.org', 'h') RETURNING id)
+            INSERT INTO sessions (user_id, last_seen_at) SELECT id, now() FROM u RETURNING id
+            """).first!["id"]!
+        #expect(try await Self.eventually(timeout: .seconds(8)) {
+            try db.count("SELECT count(*) FROM sessions WHERE id = $1::uuid AND revoked_at IS NOT NULL", session) == 1
+        }, "\(daemon.log)")
+        let row = try #require(try db.connection.query("""
+            SELECT revoked_at - last_seen_at < interval '5 s' AS prompt, revoked_at - last_seen_at >= interval '3 s' AS not_early,
+                   revoked_reason FROM sessions WHERE id = $1::uuid
+            """, session).first)
+        #expect(row.bool("prompt") == true)
+        #expect(row.bool("not_early") == true)
+        #expect(row["revoked_reason"] == "inactivity")
+        #expect(try db.count("""
+            SELECT count(*) FROM caretaker.job_runs
+            WHERE job = 'logout-inactive' AND slot IS NULL AND (stats->>'sessions_revoked')::int = 1
+            """) == 1, "the session was not revoked by a deadline run")
+        await Self.stop(daemon)
+    }
+}
