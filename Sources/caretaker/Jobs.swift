@@ -28,9 +28,9 @@ extension Caretaker {
                         """, job.name).first
                     let lastText = last.map { "\($0["status"] ?? "") at \($0["started"] ?? "")" } ?? "never"
                     table.append([job.name, job.enabled ? "yes" : "no", job.schedule.text,
-                                  job.schedule.timeZone.identifier, next, lastText])
+                                  job.timeZoneName, next, lastText])
                     items.append("  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
-                        + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.schedule.timeZone.identifier)), "
+                        + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.timeZoneName)), "
                         + "\"next_run\": \(jsonString(next)), \"last_status\": \(last?["status"].map(jsonString) ?? "null"), "
                         + "\"last_started_at\": \(last?["started"].map(jsonString) ?? "null")}")
                 }

@@ -141,5 +141,11 @@ import Testing
         let jobs = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
         #expect(jobs?.map { $0["job"] as? String } == ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"])
         #expect(jobs?.first?["next_run"] as? String != "never")
+        // @daily in UTC: the next midnight after the database's now.
+        let midnight = try db.connection.query("""
+            SELECT to_char(date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD"T"HH24:MI:SS') AS t
+            """).first?["t"]
+        #expect(jobs?.last?["next_run"] as? String == midnight)
+        #expect(jobs?.last?["timezone"] as? String == "UTC")
     }
 }

@@ -34,6 +34,8 @@ public struct WorkerOptions: Sendable {
     public enum LogFormat: String, Sendable, CaseIterable { case logfmt, json }
 
     public var timeZone: TimeZone = TimeZone(identifier: "UTC")!
+    /// The name as configured (Foundation reports UTC as "GMT").
+    public var timeZoneName: String = "UTC"
     public var lowFootprint: Bool = false
     /// Defaults to `2`; `1` in low-footprint mode.
     public var maxConcurrentJobs: Int = 2
@@ -64,6 +66,8 @@ public struct JobConfiguration: Sendable {
     public var name: String
     public var enabled: Bool
     public var schedule: Schedule
+    /// The IANA name of the schedule's time zone, as configured.
+    public var timeZoneName: String
     public var statementTimeout: Duration
     public var lockTimeout: Duration
     public var maxRuntime: Duration

@@ -78,11 +78,13 @@ extension ConfigurationLoader {
                                        worker: WorkerOptions, settings: JobSettings) throws(ConfigurationError) -> JobConfiguration {
         let enabled = try table.bool("enabled", default: true)
         var zone = worker.timeZone
+        var zoneLabel = worker.timeZoneName
         if let zoneName = try table.optionalString("timezone") {
             guard let found = TimeZone(identifier: zoneName) else {
                 throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
             }
             zone = found
+            zoneLabel = zoneName
         }
         guard let scheduleText = try table.optionalString("schedule") ?? defaultSchedule else {
             throw table.error("schedule", "is required for an operator job, e.g. schedule = \"@hourly\"")
@@ -101,6 +103,7 @@ extension ConfigurationLoader {
             name: name,
             enabled: enabled,
             schedule: schedule,
+            timeZoneName: zoneLabel,
             statementTimeout: try table.duration("statement_timeout", default: .seconds(30), minimum: .milliseconds(1)),
             lockTimeout: try table.duration("lock_timeout", default: .seconds(2), minimum: .milliseconds(1)),
             maxRuntime: try table.duration("max_runtime", default: .seconds(300), minimum: .milliseconds(1)),

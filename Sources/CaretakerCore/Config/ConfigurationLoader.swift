@@ -66,6 +66,7 @@ public enum ConfigurationLoader {
             throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
         }
         options.timeZone = zone
+        options.timeZoneName = zoneName
         options.lowFootprint = try table.bool("low_footprint", default: false) || lowFootprintFlag
         options.maxConcurrentJobs = try table.integer("max_concurrent_jobs", default: 2, in: 1...64)
         // Low-footprint mode runs jobs one at a time on its single connection.
