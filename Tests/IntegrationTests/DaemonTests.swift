@@ -1,6 +1,7 @@
 import CaretakerCore
 import CaretakerTestSupport
 import Foundation
+import Logging
 import Postgres
 import Testing
 
@@ -118,20 +119,48 @@ import Glibc
                 "one instance ran every slot: the others never competed")
     }
 
+    @Test("a slot still in the future on the database clock is neither claimed nor run, nor recorded skipped")
+    func slotNotDueYet() throws {
+        let db = try TestDatabase()
+        let configuration = try db.configuration(Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT 1"))
+        let job = try #require(configuration.job(named: "tick"))
+        let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
+        let connection = try TemporaryPostgres.shared.connect(database: db.name)
+        // As if the scheduler's estimate of the database clock ran 200 ms ahead.
+        let soon = Date(timeIntervalSince1970: try Self.now(db) + 0.2)
+        #expect(throws: JobRunner.SlotNotDue.self) {
+            try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: soon), on: connection)
+        }
+        #expect(throws: JobRunner.SlotNotDue.self) {
+            try runner.recordSkippedSlot(job: job, slot: soon, on: connection)
+        }
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_slots") == 0)
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0)
+        // Once due, the same slot runs.
+        let past = Date(timeIntervalSince1970: try Self.now(db) - 0.001)
+        let outcome = try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: past), on: connection)
+        guard case .finished(_, .succeeded, _, _) = outcome else {
+            Issue.record("a due slot did not run: \(outcome)")
+            return
+        }
+    }
+
     // MARK: 2. Slower than its period
 
-    @Test("a job slower than its period: slots due while it runs are recorded once each as skipped")
-    func slowJobSkipsSlots() async throws {
+    /// Two normal instances (the idle one may record the skip); one low-footprint
+    /// instance, which records the skips after the run gives its only connection back.
+    @Test("a job slower than its period: slots due while it runs are recorded once each as skipped",
+          arguments: [false, true])
+    func slowJobSkipsSlots(lowFootprint: Bool) async throws {
         let db = try TestDatabase()
         let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("slow", sql: "SELECT pg_sleep(2.5)"))
-        let first = try await Self.started(config)
-        let second = try await Self.started(config)
+        var daemons = [try await Self.started(config, lowFootprint: lowFootprint)]
+        if !lowFootprint { daemons.append(try await Self.started(config)) }
         // Two full periods of run-skip-skip.
         #expect(try await Self.eventually(timeout: .seconds(12)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") >= 2
         })
-        await Self.stop(first)
-        await Self.stop(second)
+        for daemon in daemons { await Self.stop(daemon) }
 
         let skipped = try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped'")
         #expect(skipped >= 2)
@@ -252,10 +281,15 @@ import Glibc
         try server.connect().query("CREATE DATABASE outage")
         try Migrator(appSchema: "public").migrate(on: server.connect(database: "outage"))
         let path = NSTemporaryDirectory() + "caretaker-outage-\(UUID().uuidString).toml"
+        let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
         try ("[database]\nurl = \"\(server.conninfo(database: "outage"))\"\nconnect_timeout = \"2s\"\n\n"
-            + Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT 1"))
+            + Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]) + Self.sqlJob("tick", sql: "SELECT 1"))
             .write(toFile: path, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: mailbox)
+        }
         let notify = try NotifySocket()
         let daemon = try await Self.started(path, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
         try #require(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick") != nil, "\(daemon.log)")
@@ -275,6 +309,9 @@ import Glibc
         #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: runsBefore + 2) != nil,
                 "the job did not run again after the database came back: \(daemon.log)")
         #expect(!daemon.hasExited)
+        // NOTIFYs sent while it was disconnected are lost: a job that listens runs once to pick up their work.
+        #expect(await daemon.waitForLog(containing: "job=send-temp-passwords run_id=", timeout: .seconds(5)) != nil, "\(daemon.log)")
+        #expect(daemon.lines(containing: "msg=\"run started\" job=send-temp-passwords", "trigger=notify").count == 1, "\(daemon.log)")
 
         // systemd would have killed a daemon whose pings stopped for WATCHDOG_USEC (1 s) during the outage.
         let pings = notify.messages.filter { $0.text.contains("WATCHDOG=1") && $0.receivedAt > stopped && $0.receivedAt < restarted }
@@ -284,6 +321,24 @@ import Glibc
         await Self.stop(daemon)
         let connection = try server.connect(database: "outage")
         #expect(try connection.query("SELECT count(*) AS n FROM caretaker.job_runs WHERE status = 'running'").first?.int("n") == 0)
+    }
+
+    @Test("started while the database is unreachable: retries with backoff (low-footprint too), SIGTERM still works",
+          arguments: [false, true])
+    func startsWithoutDatabase(lowFootprint: Bool) async throws {
+        let path = NSTemporaryDirectory() + "caretaker-nodb-\(UUID().uuidString).toml"
+        try """
+            [database]
+            url = "host=/nonexistent-socket-dir port=5432 user=postgres dbname=x"
+            connect_timeout = "2s"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let daemon = try DaemonProcess(config: path, lowFootprint: lowFootprint)
+        let retries = await daemon.waitForLog(containing: "database unavailable; retrying", count: 2, timeout: .seconds(5))
+        let second = retries?.last ?? ""
+        #expect(second.contains("attempt=2") && second.contains("retry_in_ms=2000"), "\(daemon.log)")
+        #expect(daemon.lines(containing: "msg=ready").isEmpty)
+        await Self.stop(daemon, within: .seconds(2))
     }
 
     // MARK: 6. SIGHUP
@@ -305,7 +360,12 @@ import Glibc
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded' AND id > $1", lastBefore) >= 2
         }, "the job stopped after the failed reload")
 
-        _ = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("tock", sql: "SELECT 2"))
+        // The new file drops tick, adds tock, and enables a job that listens for NOTIFY.
+        let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: mailbox) }
+        _ = try db.writeConfiguration(Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"])
+            + Self.sqlJob("tock", sql: "SELECT 2"))
         daemon.signal(SIGHUP)
         #expect(await daemon.waitForLog(containing: "msg=\"configuration reloaded\"") != nil, "\(daemon.log)")
         let reloadedAt = try Self.now(db)
@@ -314,6 +374,10 @@ import Glibc
         }, "the new job does not run: \(daemon.log)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND started_at > to_timestamp($1::float8)",
                              reloadedAt) == 0, "the removed job still runs")
+        try Self.resetRequest(db)
+        #expect(try await Self.eventually(timeout: .seconds(2)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
+        }, "the newly enabled job does not LISTEN: \(daemon.log)")
         await Self.stop(daemon)
     }
 
@@ -442,12 +506,16 @@ import Glibc
 
     // MARK: 10. Low-footprint mode
 
-    @Test("low-footprint: no connection while idle, and no wake-ups either")
-    func lowFootprintIdle() async throws {
+    /// With systemd's watchdog on (a ping every second), the pings are the only wake-ups,
+    /// and they do not keep the connection open.
+    @Test("low-footprint: no connection while idle, and no wake-ups either", arguments: [false, true])
+    func lowFootprintIdle(watchdog: Bool) async throws {
         let db = try TestDatabase()
         let config = try db.writeConfiguration("[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
             + Self.sqlJob("tick", schedule: "@every 5s", sql: "SELECT 1"))
-        let daemon = try await Self.started(config, lowFootprint: true)
+        let notify = try NotifySocket()
+        let environment = watchdog ? ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"] : [:]
+        let daemon = try await Self.started(config, lowFootprint: true, environment: environment)
         // A scheduled run (not the catch-up at start): the next slot is 5 s away.
         let scheduled = "trigger=schedule status=succeeded"
         try #require(await daemon.waitForLog(containing: scheduled, timeout: .seconds(8)) != nil, "\(daemon.log)")
@@ -456,15 +524,18 @@ import Glibc
         // Until just before the next slot: no connection, and the scheduler thread sleeps.
         let nextSlot = (try Self.now(db) / 5).rounded(.up) * 5
         let switchesBefore = try Self.voluntarySwitches(daemon.pid)
+        let windowStart = ContinuousClock.now
         var samples: [Int] = []
         while try Self.now(db) < nextSlot - 0.5 {
             samples.append(try Self.daemonConnections(db))
             try await Task.sleep(for: .milliseconds(100))
         }
         let switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
+        let pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > windowStart }.count
         #expect(samples.count >= 10, "idle window too short to judge: \(samples.count) samples")
         #expect(samples.allSatisfy { $0 == 0 }, "connections while idle: \(samples)")
-        #expect(switches <= 2, "the idle scheduler woke \(switches) times")
+        #expect(!watchdog || pings >= 2, "\(pings) watchdog pings in the idle window")
+        #expect(switches <= pings + 2, "the idle scheduler woke \(switches) times for \(pings) watchdog pings")
         // It connects again for the next run.
         #expect(await daemon.waitForLog(containing: scheduled, count: 2, timeout: .seconds(8)) != nil, "\(daemon.log)")
         await Self.stop(daemon)
@@ -485,7 +556,7 @@ import Glibc
             CREATE TABLE deleted (id int, at timestamptz)
             """)
         let config = try db.writeConfiguration("[worker]\nbatch_pause = \"300ms\"\n\n" + Self.disabledBuiltIns()
-            + Self.sqlJob("alpha", schedule: "@every 2s", sql: "SELECT pg_sleep(0.5)")
+            + Self.sqlJob("alpha", schedule: "@every 2s", sql: "SELECT pg_sleep(1)")
             + Self.sqlJob("drain", schedule: "@every 2s",
                           sql: "WITH d AS (DELETE FROM work WHERE id = (SELECT min(id) FROM work) RETURNING id) INSERT INTO deleted SELECT id, clock_timestamp() FROM d",
                           extra: "repeat_until_zero = true\n"))
@@ -508,6 +579,7 @@ import Glibc
             """).rows.compactMap { $0.double("gap") }
         #expect(gaps.count == 4)
         #expect(gaps.allSatisfy { $0 >= 0.29 }, "batches closer than batch_pause: \(gaps)")
+        // drain waits about a second per slot for alpha to finish: a scheduler polling for a free place burns that.
         #expect(cpu < .milliseconds(500), "\(cpu) of CPU in a few seconds of mostly waiting: the scheduler spins")
     }
 

@@ -173,15 +173,17 @@ extension Daemon {
         }
     }
 
-    /// Takes back a run's connection when it is still usable.
+    /// Takes back a run's connection when it is still usable (and still for the configured database).
     func giveBack(_ connection: Connection?) {
+        let usable = connection.flatMap { connection in
+            retiredConnections.remove(ObjectIdentifier(connection)) == nil && connection.isHealthy ? connection : nil
+        }
         if lowFootprint {
             controlLent = false
-            if let connection, connection.isHealthy { control = connection }
-            return
+            control = usable
+        } else if let usable {
+            idleConnections.append(usable)
         }
-        guard let connection, connection.isHealthy else { return }
-        idleConnections.append(connection)
     }
 }
 

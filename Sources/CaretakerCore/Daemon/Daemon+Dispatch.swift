@@ -62,21 +62,32 @@ extension Daemon {
     /// `nil` (until an event) when nothing is planned.
     func timeUntilNextWake() -> Duration? {
         var wait = timeUntilNextRun()
-        if control == nil, !controlLent, let reconnect {
+        if let untilAttempt = timeUntilReconnectAttempt() {
             // Nothing can start before the next connection attempt. Normal mode
             // reconnects even with nothing due: its LISTEN connection must be up.
-            let untilAttempt = max(.zero, ContinuousClock.now.duration(to: reconnect.at))
             if let planned = wait {
                 wait = max(planned, untilAttempt)
             } else if !lowFootprint {
                 wait = untilAttempt
             }
         }
-        if let interval = notifier.watchdogInterval {
-            let untilPing = max(.zero, interval - (ContinuousClock.now - lastWatchdog))
-            wait = min(wait ?? untilPing, untilPing)
-        }
-        return wait
+        return Self.earliest(wait, timeUntilWatchdogPing())
+    }
+
+    /// While the database is unreachable, how long until the next connection attempt.
+    func timeUntilReconnectAttempt() -> Duration? {
+        reconnect.map { max(.zero, ContinuousClock.now.duration(to: $0.at)) }
+    }
+
+    /// How long until systemd's watchdog wants the next ping; nil when it is off.
+    func timeUntilWatchdogPing() -> Duration? {
+        notifier.watchdogInterval.map { max(.zero, $0 - (ContinuousClock.now - lastWatchdog)) }
+    }
+
+    static func earliest(_ a: Duration?, _ b: Duration?) -> Duration? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 
     /// How long until the scheduler has something to start or record: zero when
@@ -122,7 +133,7 @@ extension Daemon {
         if !controlLent, pendingSkips.contains(where: { $0.slot <= now }) { return true }
         return enabledJobs.contains { job in
             guard let state = states[job.name] else { return false }
-            return state.canStart || state.plannedTimes.contains { $0.map { $0 <= now } ?? false }
+            return (hasFreePlace && state.canStart) || state.plannedTimes.contains { $0.map { $0 <= now } ?? false }
         }
     }
 
@@ -168,7 +179,7 @@ extension Daemon {
     }
 
     /// Records the pending skipped slots that are due on the database clock; the rest wait.
-    private func recordPendingSkips(on connection: Connection) {
+    func recordPendingSkips(on connection: Connection) {
         var remaining = pendingSkips[...]
         var notDue: [(job: JobConfiguration, slot: Date)] = []
         while let skip = remaining.first {

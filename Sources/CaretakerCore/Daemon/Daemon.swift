@@ -61,6 +61,9 @@ public final class Daemon: @unchecked Sendable {
     /// While the database is unreachable: when to try again, and how long the next wait is.
     var reconnect: ReconnectBackoff?
     var idleConnections: [Connection] = []
+    /// Connections that were running a job when the database settings changed
+    /// (SIGHUP): they serve the old database, so they are closed when their run ends.
+    var retiredConnections: Set<ObjectIdentifier> = []
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
     var states: [String: JobState] = [:]
     /// Slots that came due while their job was running and no connection was free
@@ -108,7 +111,7 @@ public final class Daemon: @unchecked Sendable {
     private func waitForDatabase() -> Bool {
         while !stopRequested.load(ordering: .relaxed) {
             if ensureControl() != nil { return true }
-            waitForEvents(timeout: timeUntilNextWake())
+            waitForEvents(timeout: Self.earliest(timeUntilReconnectAttempt(), timeUntilWatchdogPing()))
         }
         return false
     }
@@ -189,6 +192,8 @@ public final class Daemon: @unchecked Sendable {
             events.wait(timeout: notifier.watchdogInterval).events.forEach(handle)
             feedWatchdog()
         }
+        // Slots that came due while low-footprint mode's only connection was busy.
+        if !pendingSkips.isEmpty, let control { recordPendingSkips(on: control) }
         idleConnections.removeAll()
         control = nil
         logger.info("stopped")
@@ -222,6 +227,7 @@ public final class Daemon: @unchecked Sendable {
         if databaseChanged {
             // Connections to the old database would keep serving it: connect afresh.
             dropConnections()
+            retiredConnections.formUnion(busyConnections.withLock { Set($0.keys) })
         } else if let control, !lowFootprint {
             do { try listen(on: control) } catch { controlLost(error) }
         }
