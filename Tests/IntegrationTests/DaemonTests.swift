@@ -105,10 +105,16 @@ import Glibc
         #expect(covered >= 8, "only \(covered) slots ran in ten seconds")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE started_at < slot") == 0,
                 "a slot started before it was due on the database clock")
-        // A run in flight at SIGTERM may end `interrupted`; any other run succeeded.
+        // A run in flight at SIGTERM may end `interrupted`; a slot that came due while a run
+        // was still going (a slow start-up on a loaded machine) is `skipped`; any other run succeeded.
         let odd = try db.connection.query("""
-            SELECT id, trigger, status, error FROM caretaker.job_runs
-            WHERE slot IS NULL OR NOT (status = 'succeeded' OR status = 'interrupted' AND finished_at > to_timestamp($1::float8))
+            SELECT id, trigger, status, error FROM caretaker.job_runs s
+            WHERE slot IS NULL OR NOT (
+                status = 'succeeded'
+                OR status = 'interrupted' AND finished_at > to_timestamp($1::float8)
+                OR status = 'skipped' AND EXISTS (
+                    SELECT 1 FROM caretaker.job_runs r
+                    WHERE r.status <> 'skipped' AND s.slot > r.started_at AND s.slot <= r.finished_at))
             """, stopping).rows
         #expect(odd.isEmpty, "\(odd.map(\.values))")
         #expect(try db.count("""
@@ -309,9 +315,13 @@ import Glibc
         #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: runsBefore + 2) != nil,
                 "the job did not run again after the database came back: \(daemon.log)")
         #expect(!daemon.hasExited)
-        // NOTIFYs sent while it was disconnected are lost: a job that listens runs once to pick up their work.
-        #expect(await daemon.waitForLog(containing: "job=send-temp-passwords run_id=", timeout: .seconds(5)) != nil, "\(daemon.log)")
-        #expect(daemon.lines(containing: "msg=\"run started\" job=send-temp-passwords", "trigger=notify").count == 1, "\(daemon.log)")
+        // NOTIFYs sent while it was disconnected are lost: a job that listens runs once to pick
+        // up their work (trigger=notify, or a scheduled run that came due meanwhile covers it).
+        #expect(try await Self.eventually(timeout: .seconds(5)) {
+            let lines = daemon.logLines
+            guard let back = lines.firstIndex(where: { $0.contains("database reachable again") }) else { return false }
+            return lines[back...].contains { $0.contains("msg=\"run started\" job=send-temp-passwords") }
+        }, "\(daemon.log)")
 
         // systemd would have killed a daemon whose pings stopped for WATCHDOG_USEC (1 s) during the outage.
         let pings = notify.messages.filter { $0.text.contains("WATCHDOG=1") && $0.receivedAt > stopped && $0.receivedAt < restarted }
@@ -335,7 +345,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: path) }
         let daemon = try DaemonProcess(config: path, lowFootprint: lowFootprint)
         let retries = await daemon.waitForLog(containing: "database unavailable; retrying", count: 2, timeout: .seconds(5))
-        let second = retries?.last ?? ""
+        let second = retries.map { $0[1] } ?? ""
         #expect(second.contains("attempt=2") && second.contains("retry_in_ms=2000"), "\(daemon.log)")
         #expect(daemon.lines(containing: "msg=ready").isEmpty)
         await Self.stop(daemon, within: .seconds(2))
@@ -516,28 +526,37 @@ import Glibc
         let notify = try NotifySocket()
         let environment = watchdog ? ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"] : [:]
         let daemon = try await Self.started(config, lowFootprint: true, environment: environment)
-        // A scheduled run (not the catch-up at start): the next slot is 5 s away.
+        // After a scheduled run (not the catch-up at start) the next slot is 5 s away. Watch
+        // from there until just before that slot; when this test process was too slow to
+        // see the run in time (a loaded machine), watch after the next one instead.
         let scheduled = "trigger=schedule status=succeeded"
-        try #require(await daemon.waitForLog(containing: scheduled, timeout: .seconds(8)) != nil, "\(daemon.log)")
-        #expect(try await Self.eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
-                "the connection stayed open after the run")
-        // Until just before the next slot: no connection, and the scheduler thread sleeps.
-        let nextSlot = (try Self.now(db) / 5).rounded(.up) * 5
-        let switchesBefore = try Self.voluntarySwitches(daemon.pid)
-        let windowStart = ContinuousClock.now
         var samples: [Int] = []
-        while try Self.now(db) < nextSlot - 0.5 {
-            samples.append(try Self.daemonConnections(db))
-            try await Task.sleep(for: .milliseconds(100))
+        var switches = 0
+        var pings = 0
+        var runs = 0
+        for _ in 1...3 {
+            runs += 1
+            try #require(await daemon.waitForLog(containing: scheduled, count: runs, timeout: .seconds(8)) != nil, "\(daemon.log)")
+            #expect(try await Self.eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
+                    "the connection stayed open after the run")
+            let nextSlot = (try Self.now(db) / 5).rounded(.up) * 5
+            guard try nextSlot - Self.now(db) > 3 else { continue }
+            let switchesBefore = try Self.voluntarySwitches(daemon.pid)
+            let windowStart = ContinuousClock.now
+            while try Self.now(db) < nextSlot - 0.5 {
+                samples.append(try Self.daemonConnections(db))
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
+            pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > windowStart }.count
+            break
         }
-        let switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
-        let pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > windowStart }.count
-        #expect(samples.count >= 10, "idle window too short to judge: \(samples.count) samples")
+        #expect(samples.count >= 10, "no idle window long enough to judge: \(samples.count) samples")
         #expect(samples.allSatisfy { $0 == 0 }, "connections while idle: \(samples)")
         #expect(!watchdog || pings >= 2, "\(pings) watchdog pings in the idle window")
         #expect(switches <= pings + 2, "the idle scheduler woke \(switches) times for \(pings) watchdog pings")
         // It connects again for the next run.
-        #expect(await daemon.waitForLog(containing: scheduled, count: 2, timeout: .seconds(8)) != nil, "\(daemon.log)")
+        #expect(await daemon.waitForLog(containing: scheduled, count: runs + 1, timeout: .seconds(8)) != nil, "\(daemon.log)")
         await Self.stop(daemon)
     }
 

@@ -29,12 +29,20 @@ extension Daemon {
         refreshDeadlineCheck()
     }
 
-    /// After a reload: every enabled job gets its next slot under its (maybe new) schedule.
-    func replanAfterReload() {
+    /// After a reload: a job whose schedule changed (or that was just enabled) gets
+    /// its next slot under the new schedule; an unchanged one keeps its slot, which
+    /// may be due right now; a disabled one loses what was planned for it.
+    func replanAfterReload(previous: Configuration) {
         let now = clock.now
         for job in configuration.jobs {
-            states[job.name, default: JobState()].nextSlot = job.enabled ? job.schedule.nextDate(after: now) : nil
-            if !job.enabled { states[job.name]?.queued = nil }
+            var state = states[job.name, default: JobState()]
+            let before = previous.job(named: job.name)
+            if !job.enabled {
+                state = JobState(running: state.running)
+            } else if before?.enabled != true || before?.schedule != job.schedule || state.nextSlot == nil {
+                state.nextSlot = job.schedule.nextDate(after: now)
+            }
+            states[job.name] = state
         }
         refreshDeadlineCheck()
     }
@@ -200,8 +208,7 @@ extension Daemon {
         for job in enabledJobs where hasFreePlace {
             guard var state = states[job.name], let request = state.queued, !state.running else { continue }
             guard let connection = borrowConnection() else { return }
-            state.queued = nil
-            state.running = true
+            state.start()
             states[job.name] = state
             start(request, on: connection)
         }

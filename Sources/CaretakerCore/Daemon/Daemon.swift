@@ -219,11 +219,12 @@ public final class Daemon: @unchecked Sendable {
         }
         let databaseChanged = fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
+        let previous = configuration
         configuration = fresh
         configuration.worker.lowFootprint = lowFootprint
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
-        replanAfterReload()
+        replanAfterReload(previous: previous)
         if databaseChanged {
             // Connections to the old database would keep serving it: connect afresh.
             dropConnections()

@@ -18,10 +18,20 @@ struct JobState {
     /// A run can start as soon as a place is free.
     var canStart: Bool { !running && (queued != nil || notified) }
 
-    /// The times the scheduler must wake for this job. While it runs, only its
-    /// next slot counts (to record it skipped); the rest waits for the run's end.
+    /// The times the scheduler must wake for this job. While it runs or waits
+    /// for a place, only its next slot counts (a slot must move on, or be recorded
+    /// skipped); a retry or deadline check is covered by the run that starts.
     var plannedTimes: [Date?] {
-        running ? [nextSlot] : [nextSlot, retry?.at, deadlineCheck]
+        running || queued != nil ? [nextSlot] : [nextSlot, retry?.at, deadlineCheck]
+    }
+
+    /// A run starts: it does the work of a pending retry, NOTIFY or deadline check too.
+    mutating func start() {
+        queued = nil
+        running = true
+        retry = nil
+        notified = false
+        deadlineCheck = nil
     }
 }
 
