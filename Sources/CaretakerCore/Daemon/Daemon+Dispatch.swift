@@ -204,8 +204,10 @@ extension Daemon {
         pendingSkips = notDue
     }
 
+    /// Starts queued runs while places are free; nothing new once SIGTERM arrived
+    /// (the signal thread sets the flag at once, possibly in the middle of a dispatch).
     private func startQueuedRuns() {
-        for job in enabledJobs where hasFreePlace {
+        for job in enabledJobs where hasFreePlace && !stopRequested.load(ordering: .relaxed) {
             guard var state = states[job.name], let request = state.queued, !state.running else { continue }
             guard let connection = borrowConnection() else { return }
             state.start()
