@@ -1,0 +1,32 @@
+#!/usr/bin/python3
+"""C1: p99 latency of pgbench transactions by the window they started in.
+Usage: pgbench_p99.py BASE_FROM BASE_TO RUN_FROM RUN_TO LOGFILE...
+(epoch seconds). Log lines (pgbench --log, PostgreSQL 15):
+  client_id transaction_no latency_us script_no end_epoch end_us [schedule_lag_us]
+A transaction's start is its end minus its latency; under --rate the latency
+counts from the scheduled start, so time spent queued behind a stall counts too.
+Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS"."""
+import math, sys
+
+base_from, base_to, run_from, run_to = map(float, sys.argv[1:5])
+base, run = [], []
+for path in sys.argv[5:]:
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 6:
+                continue
+            latency = int(parts[2]) / 1e6
+            start = int(parts[4]) + int(parts[5]) / 1e6 - latency
+            if base_from <= start < base_to:
+                base.append(latency * 1000)
+            elif run_from <= start <= run_to:
+                run.append(latency * 1000)
+
+def p99(values):
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[max(0, math.ceil(0.99 * len(values)) - 1)]
+
+print(f"{p99(base):.2f} {p99(run):.2f} {len(base)} {len(run)} {max(run, default=float('nan')):.2f}")
