@@ -39,7 +39,7 @@ struct ExpireContent: Job {
                 try expirePostsByIndex(context, queries, &progress)
             }
         }
-        if context.isShuttingDown { throw JobInterrupted(stats: progress.stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: progress.stats) }
         return progress.stats
     }
 

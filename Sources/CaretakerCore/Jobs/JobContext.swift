@@ -26,8 +26,20 @@ public final class JobContext: @unchecked Sendable {
         self.stopRequested = stopRequested
     }
 
+    private var stoppedForShutdown = false
+
     /// True when the run should stop between batches: `max_runtime` passed, or the worker is shutting down.
-    public var shouldStop: Bool { isShuttingDown || ContinuousClock.now - startedAt >= job.maxRuntime }
+    /// Ask it only when there is more work to do: a `true` for shutdown marks the run interrupted.
+    public var shouldStop: Bool {
+        if isShuttingDown {
+            stoppedForShutdown = true
+            return true
+        }
+        return ContinuousClock.now - startedAt >= job.maxRuntime
+    }
+
+    /// True when the run left work undone because the worker is shutting down (the run is then `interrupted`).
+    public var wasInterrupted: Bool { stoppedForShutdown }
 
     /// True when the worker is shutting down (the run then ends `interrupted`).
     public var isShuttingDown: Bool { stopRequested() }

@@ -55,7 +55,7 @@ struct LeaderSuccession: Job {
             if batch.count < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
-        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
         return stats
     }
 

@@ -38,7 +38,7 @@ struct LogoutInactive: Job {
             if revoked < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
-        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
         return stats
     }
 

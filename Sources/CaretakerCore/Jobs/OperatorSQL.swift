@@ -25,7 +25,7 @@ struct OperatorSQL: Job {
             if affected == 0 || !settings.repeatUntilZero { break }
             context.pauseBetweenBatches()
         } while !context.shouldStop
-        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
         return stats
     }
 }

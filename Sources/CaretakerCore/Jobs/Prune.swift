@@ -47,7 +47,7 @@ struct Prune: Job {
                 context.pauseBetweenBatches()
             }
         }
-        if context.isShuttingDown { throw JobInterrupted(stats: stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
         return stats
     }
 

@@ -61,7 +61,7 @@ struct SendTempPasswords: Job {
         let pass = TempPasswordPass(job: self, context: context)
         try pass.clearExpiredPasswords()
         try pass.handleDueRequests()
-        if context.isShuttingDown { throw JobInterrupted(stats: pass.stats) }
+        if context.wasInterrupted { throw JobInterrupted(stats: pass.stats) }
         return pass.stats
     }
 }
