@@ -49,7 +49,7 @@ let package = Package(
         ),
         .target(
             name: "CaretakerTestSupport",
-            dependencies: ["CaretakerCore", "Postgres"]
+            dependencies: ["CaretakerCore", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "CaretakerCoreTests",
@@ -57,7 +57,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres"]
+            dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "CLITests",
