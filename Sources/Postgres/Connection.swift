@@ -61,7 +61,9 @@ public final class Connection: @unchecked Sendable {
             throw PostgresError(kind: .connection, message: "out of memory while connecting")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.trimmed(PQerrorMessage(connection))
+            // libpq echoes parts of a conninfo it cannot parse (a URI with a broken
+            // IPv6 host, a bad percent-escape in the password): never the password.
+            let message = Self.redactingPasswords(Self.trimmed(PQerrorMessage(connection)), of: configuration)
             PQfinish(connection)
             throw PostgresError(kind: .connection, message: message)
         }
@@ -69,6 +71,18 @@ public final class Connection: @unchecked Sendable {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         canceller = Mutex(CancelHandle(PQgetCancel(connection)))
+    }
+
+    /// `message` with every password of `configuration` (the separate one, and any
+    /// in the conninfo, as written and percent-decoded) replaced by `***`.
+    static func redactingPasswords(_ message: String, of configuration: Configuration) -> String {
+        var secrets = ConninfoPasswords.find(in: configuration.conninfo)
+        if let password = configuration.password { secrets.append(password) }
+        var result = message
+        for secret in Set(secrets).filter({ !$0.isEmpty }).sorted(by: { $0.utf8.count > $1.utf8.count }) {
+            result = result.replacing(secret, with: "***")
+        }
+        return result
     }
 
     private static func wholeSecondsRoundingUp(_ duration: Duration) -> Int64 {
@@ -244,4 +258,85 @@ private func withOptionalCStringArray<R>(_ strings: [String?], _ body: ([UnsafeP
     var pointers = duplicates.map { UnsafePointer($0) }
     pointers.append(nil)
     return body(pointers)
+}
+
+/// Finds the passwords written in a libpq conninfo, even a malformed one, so that
+/// error messages can be scrubbed of them. Errs on the side of finding too much.
+enum ConninfoPasswords {
+    static func find(in conninfo: String) -> [String] {
+        var found: [String] = []
+        let text = Substring(conninfo)
+        for scheme in ["postgresql://", "postgres://"] where text.hasPrefix(scheme) {
+            let rest = text.dropFirst(scheme.count)
+            // Like libpq: user info ends at the first '@' before any '/'.
+            let authority = rest.prefix { $0 != "/" }
+            if let at = authority.firstIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                let password = rest[rest.index(after: colon)..<at]
+                found += [String(password), percentDecoded(password)]
+            }
+            if let question = rest.firstIndex(of: "?") {
+                for parameter in rest[rest.index(after: question)...].split(separator: "&") {
+                    let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    if parts.count == 2, percentDecoded(parts[0]) == "password" {
+                        found += [String(parts[1]), percentDecoded(parts[1])]
+                    }
+                }
+            }
+            return found
+        }
+        // key = value pairs; a value is a bare word or a 'quoted string' with \ escapes.
+        var rest = text[...]
+        while let range = rest.firstRange(of: "password") {
+            var cursor = range.upperBound
+            while cursor < rest.endIndex, rest[cursor] == " " || rest[cursor] == "\t" { cursor = rest.index(after: cursor) }
+            guard cursor < rest.endIndex, rest[cursor] == "=" else { rest = rest[range.upperBound...]; continue }
+            cursor = rest.index(after: cursor)
+            while cursor < rest.endIndex, rest[cursor] == " " || rest[cursor] == "\t" { cursor = rest.index(after: cursor) }
+            let value: Substring
+            if cursor < rest.endIndex, rest[cursor] == "'" {
+                var end = rest.index(after: cursor)
+                var unescaped = ""
+                while end < rest.endIndex, rest[end] != "'" {
+                    if rest[end] == "\\", rest.index(after: end) < rest.endIndex { end = rest.index(after: end) }
+                    unescaped.append(rest[end])
+                    end = rest.index(after: end)
+                }
+                value = rest[rest.index(after: cursor)..<end]
+                found.append(unescaped)
+                rest = end < rest.endIndex ? rest[rest.index(after: end)...] : ""
+            } else {
+                value = rest[cursor...].prefix { $0 != " " && $0 != "\t" && $0 != "\n" }
+                rest = rest[value.endIndex...]
+            }
+            found.append(String(value))
+        }
+        return found
+    }
+
+    /// `%XX` escapes decoded (invalid ones left as they are).
+    private static func percentDecoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        let utf8 = Array(text.utf8)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
+               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }
