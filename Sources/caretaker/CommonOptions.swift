@@ -1,6 +1,10 @@
 import ArgumentParser
 import CaretakerCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Postgres
 
@@ -75,7 +79,7 @@ extension ParsableCommand {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("caretaker: \(message)\n".utf8))
+    StandardError.write("caretaker: \(message)\n")
 }
 
 /// swift-log may be bootstrapped only once per process.
