@@ -1,10 +1,5 @@
 import ArgumentParser
 import CaretakerCore
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Logging
 
 extension Caretaker {

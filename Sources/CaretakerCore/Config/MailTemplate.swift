@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The temporary-password message: a `Subject:` line, a blank line, then the body.
 ///

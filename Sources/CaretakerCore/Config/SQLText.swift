@@ -67,9 +67,3 @@ enum SQLText {
         return "$" + inner + "$"
     }
 }
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// Reads typed values out of one TOML table, remembering which keys were read
 /// so that `finish()` can reject the ones nobody asked for (typos).

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Postgres
 
 /// `expire-content`: deletes packs, then posts, whose popularity-dependent lifetime has passed.

@@ -1,10 +1,5 @@
 import Logging
 import Postgres
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// What a job run gets: its connection, its configuration and the run's limits.
 public final class JobContext: @unchecked Sendable {

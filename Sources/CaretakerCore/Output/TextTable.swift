@@ -23,9 +23,3 @@ public struct TextTable: Sendable {
         }.joined(separator: "\n")
     }
 }
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
