@@ -1,4 +1,3 @@
-import Foundation
 import Postgres
 
 /// `expire-content`: deletes packs, then posts, whose popularity-dependent lifetime has passed.

@@ -1,6 +1,5 @@
 import Logging
 import Postgres
-import Foundation
 
 /// What a job run gets: its connection, its configuration and the run's limits.
 public final class JobContext: @unchecked Sendable {
@@ -63,7 +62,7 @@ public final class JobContext: @unchecked Sendable {
     /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
     public func pauseBetweenBatches() {
         guard job.batchPause > .zero, !shouldStop else { return }
-        Thread.sleep(forTimeInterval: job.batchPause.seconds)
+        OSThread.sleep(for: job.batchPause)
     }
 
     /// `"2000ms"`: a value `set_config` understands for the timeout settings.
