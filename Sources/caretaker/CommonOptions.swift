@@ -1,6 +1,5 @@
 import ArgumentParser
 import CaretakerCore
-import Foundation
 import Logging
 import Postgres
 
@@ -75,7 +74,7 @@ extension ParsableCommand {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("caretaker: \(message)\n".utf8))
+    StandardError.write("caretaker: \(message)\n")
 }
 
 /// swift-log may be bootstrapped only once per process.

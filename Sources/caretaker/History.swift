@@ -1,6 +1,10 @@
 import ArgumentParser
 import CaretakerCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Caretaker {
     /// `caretaker history [--job NAME] [--status S] [--limit N] [--json]`
@@ -54,10 +58,10 @@ extension Caretaker {
 
         /// `{"posts_deleted": 3}` → `posts_deleted=3`
         static func compactStats(_ json: String) -> String {
-            json.trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
-                .replacingOccurrences(of: "\"", with: "")
-                .replacingOccurrences(of: ": ", with: "=")
-                .replacingOccurrences(of: ",", with: "")
+            json.trimmed(where: { $0 == "{" || $0 == "}" })
+                .replacing("\"", with: "")
+                .replacing(": ", with: "=")
+                .replacing(",", with: "")
         }
 
         static func json(_ records: [RunRecord]) -> String {

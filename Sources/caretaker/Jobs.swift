@@ -1,6 +1,10 @@
 import ArgumentParser
 import CaretakerCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Postgres
 
 extension Caretaker {

@@ -1,6 +1,5 @@
 import ArgumentParser
 import CaretakerCore
-import Foundation
 import Logging
 
 extension Caretaker {

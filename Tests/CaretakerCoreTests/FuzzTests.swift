@@ -198,9 +198,9 @@ private enum Instants {
         return formatter.date(from: text)!
     }
 
-    static let zones: [TimeZone] = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
+    static let zones: [ZoneInfo] = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
                                     "Pacific/Chatham", "Asia/Kathmandu", "America/Santiago", "Pacific/Apia"]
-        .map { TimeZone(identifier: $0)! }
+        .map { ZoneInfo(identifier: $0)! }
 
     /// A fixed instant, or a random one between 1900 and 2200 with a random sub-second part.
     static func random(using random: inout SplitMix64) -> Date {
@@ -481,7 +481,7 @@ struct ConfigurationFuzzTests {
 
 @Suite("Fuzz: schedules")
 struct ScheduleFuzzTests {
-    static let utc = TimeZone(identifier: "UTC")!
+    static let utc = ZoneInfo.utc
     static let valid = [
         "*/5 * * * *", "0 3 * * *", "0 3 * * 1-5", "@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly",
         "@annually", "@every 90s", "@every 1s", "@every 1h30m", "@every 7d", "5/15 * * * *", "10-50/10 * * * *",
@@ -530,7 +530,7 @@ struct ScheduleFuzzTests {
     }
 
     /// Parses `text` in `zone` and checks the schedule properties at a few instants.
-    fileprivate static func check(_ text: String, zone: TimeZone, seed: UInt64, run: inout FuzzRun, random: inout SplitMix64) {
+    fileprivate static func check(_ text: String, zone: ZoneInfo, seed: UInt64, run: inout FuzzRun, random: inout SplitMix64) {
         let schedule: Schedule
         do {
             schedule = try Schedule(parsing: text, timeZone: zone)

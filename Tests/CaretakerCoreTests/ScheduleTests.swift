@@ -5,8 +5,13 @@ import Testing
 // Helpers. Dates are written with explicit UTC offsets so that DST expectations
 // are visible in the test text ("+02:00" is summer time in Berlin).
 
-private func zone(_ identifier: String) -> TimeZone {
-    TimeZone(identifier: identifier)!
+private func zone(_ identifier: String) -> ZoneInfo {
+    ZoneInfo(identifier: identifier)!
+}
+
+/// Foundation's (ICU's) view of the same zone, the reference the tests read wall clocks through.
+private func foundationZone(_ zone: ZoneInfo) -> TimeZone {
+    TimeZone(identifier: zone.identifier)!
 }
 
 /// "2026-03-29T01:30:00+01:00" (seconds may carry a fraction: "…:59.5+00:00").
@@ -22,8 +27,9 @@ private func instant(_ text: String) -> Date {
 }
 
 /// "2026-03-29 03:00 +02:00": the wall clock in `timeZone`, read through Foundation's Calendar.
-private func local(_ date: Date?, _ timeZone: TimeZone) -> String? {
+private func local(_ date: Date?, _ zone: ZoneInfo) -> String? {
     guard let date else { return nil }
+    let timeZone = foundationZone(zone)
     var calendar = Calendar(identifier: .gregorian)
     calendar.timeZone = timeZone
     let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)
@@ -58,7 +64,7 @@ private func previous(_ text: String, _ zoneName: String = "UTC", atOrBefore dat
     return local(try Schedule(parsing: text, timeZone: timeZone).previousDate(atOrBefore: instant(date)), timeZone)
 }
 
-private let utc = TimeZone(identifier: "UTC")!
+private let utc = ZoneInfo.utc
 
 @Suite("Schedule parsing")
 struct ScheduleParsingTests {
@@ -419,12 +425,12 @@ struct DaylightSavingTests {
     /// The slots of `text` in `[from, to)`, found by walking every real minute and
     /// reading the wall clock through Foundation's Calendar: a matching wall-clock
     /// minute is a slot the first time the clock shows it.
-    private func referenceSlots(_ text: String, _ timeZone: TimeZone, from: Date, to: Date) throws -> [Date] {
-        guard case .cron(let cron) = try Schedule(parsing: text, timeZone: timeZone).rule else {
+    private func referenceSlots(_ text: String, _ zone: ZoneInfo, from: Date, to: Date) throws -> [Date] {
+        guard case .cron(let cron) = try Schedule(parsing: text, timeZone: zone).rule else {
             return []
         }
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
+        calendar.timeZone = foundationZone(zone)
         var seen = Set<LocalMinute>()
         var result: [Date] = []
         // Start a day early so that wall times shown before `from` count as seen.

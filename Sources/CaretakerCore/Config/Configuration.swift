@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Everything `jobs.toml` says, with defaults filled in and validated.
 public struct Configuration: Sendable {
@@ -33,7 +37,7 @@ public struct DatabaseOptions: Sendable {
 public struct WorkerOptions: Sendable {
     public enum LogFormat: String, Sendable, CaseIterable { case logfmt, json }
 
-    public var timeZone: TimeZone = TimeZone(identifier: "UTC")!
+    public var timeZone: ZoneInfo = .utc
     /// The name as configured (Foundation reports UTC as "GMT").
     public var timeZoneName: String = "UTC"
     public var lowFootprint: Bool = false

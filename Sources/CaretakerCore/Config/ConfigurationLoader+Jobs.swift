@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The built-in jobs, in the order `jobs` and `once --all` list them.
 public enum BuiltInJob: String, Sendable, CaseIterable {
@@ -80,7 +84,7 @@ extension ConfigurationLoader {
         var zone = worker.timeZone
         var zoneLabel = worker.timeZoneName
         if let zoneName = try table.optionalString("timezone") {
-            guard let found = TimeZone(identifier: zoneName) else {
+            guard let found = ZoneInfo(identifier: zoneName) else {
                 throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
             }
             zone = found
@@ -154,9 +158,9 @@ extension ConfigurationLoader {
             : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
         let text: String
         do {
-            text = try String(contentsOfFile: resolved, encoding: .utf8)
+            text = try TextFile.read(resolved)
         } catch {
-            throw table.error("template_file", "cannot read \(resolved) (\(reason(error)))")
+            throw table.error("template_file", "cannot read \(resolved) (\(error))")
         }
         switch MailTemplate.parse(text) {
         case .success(let template): return template
@@ -177,7 +181,7 @@ extension ConfigurationLoader {
     }
 
     private static func readSQLJob(_ table: inout TableReader) throws(ConfigurationError) -> SQLJobSettings {
-        let sql = try table.string("sql", default: "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let sql = try table.string("sql", default: "").trimmed()
         let repeatUntilZero = try table.bool("repeat_until_zero", default: false)
         switch SQLText.check(sql, mustChangeRows: repeatUntilZero) {
         case .success: break

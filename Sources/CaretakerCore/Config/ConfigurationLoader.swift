@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Finds, reads and validates `jobs.toml`.
 public enum ConfigurationLoader {
@@ -15,9 +19,9 @@ public enum ConfigurationLoader {
     public static func load(path: String, lowFootprint: Bool? = nil) throws(ConfigurationError) -> Configuration {
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            text = try TextFile.read(path)
         } catch {
-            throw ConfigurationError(file: path, line: 0, key: "", message: "cannot read the configuration file (\(Self.reason(error)))")
+            throw ConfigurationError(file: path, line: 0, key: "", message: "cannot read the configuration file (\(error))")
         }
         return try parse(text, file: path, lowFootprint: lowFootprint)
     }
@@ -62,7 +66,7 @@ public enum ConfigurationLoader {
         var table = try section(&root, "worker")
         var options = WorkerOptions()
         let zoneName = try table.string("timezone", default: "UTC")
-        guard let zone = TimeZone(identifier: zoneName) else {
+        guard let zone = ZoneInfo(identifier: zoneName) else {
             throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
         }
         options.timeZone = zone
@@ -111,13 +115,3 @@ public enum ConfigurationLoader {
     }
 }
 
-extension ConfigurationLoader {
-    static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-           let posix = POSIXErrorCode(rawValue: Int32(underlying.code)) {
-            return String(cString: strerror(posix.rawValue))
-        }
-        return nsError.localizedDescription
-    }
-}

@@ -1,4 +1,3 @@
-import Foundation
 
 /// The temporary-password message: a `Subject:` line, a blank line, then the body.
 ///
@@ -24,12 +23,12 @@ public struct MailTemplate: Sendable, Equatable {
 
     /// Parses a template file. Returns a message saying what is wrong when it cannot.
     public static func parse(_ text: String) -> Result<MailTemplate, TemplateProblem> {
-        let normalized = text.replacingOccurrences(of: "\r\n", with: "\n")
+        let normalized = text.replacing("\r\n", with: "\n")
         guard normalized.hasPrefix("Subject:") else {
             return .failure(TemplateProblem(message: "the first line must be \"Subject: …\""))
         }
         let parts = normalized.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
-        let subject = parts[0].dropFirst("Subject:".count).trimmingCharacters(in: .whitespaces)
+        let subject = parts[0].dropFirst("Subject:".count).trimmed(where: { $0.isWhitespace && !$0.isNewline })
         let body = parts.count > 1 ? String(parts[1]).trimmingPrefixNewlines() : ""
         guard !subject.isEmpty else { return .failure(TemplateProblem(message: "the subject is empty")) }
         guard body.contains("{{password}}") else {
@@ -51,10 +50,10 @@ public struct MailTemplate: Sendable, Equatable {
     private static func fill(_ text: String, _ values: [String: String]) -> String {
         var output = ""
         var rest = text[...]
-        while let open = rest.range(of: "{{") {
+        while let open = rest.firstRange(of: "{{") {
             output += rest[..<open.lowerBound]
             let afterOpen = rest[open.upperBound...]
-            guard let close = afterOpen.range(of: "}}"),
+            guard let close = afterOpen.firstRange(of: "}}"),
                   let value = values[String(afterOpen[..<close.lowerBound])] else {
                 output += "{{"
                 rest = afterOpen

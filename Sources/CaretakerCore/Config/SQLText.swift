@@ -6,7 +6,7 @@ enum SQLText {
     /// that reports affected rows (DELETE, UPDATE, INSERT, MERGE, or WITH … one of them).
     static func check(_ sql: String, mustChangeRows: Bool) -> Result<Void, Problem> {
         let code = stripped(sql)
-        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = code.trimmed()
         guard !trimmed.isEmpty else { return .failure(Problem(key: "sql", message: "is empty")) }
         let body = trimmed.hasSuffix(";") ? String(trimmed.dropLast()) : trimmed
         if body.contains(";") {
@@ -55,7 +55,7 @@ enum SQLText {
     }
 
     private static func dropPast(_ text: Substring, terminator: String) -> Substring {
-        guard let range = text.range(of: terminator) else { return "" }
+        guard let range = text.firstRange(of: terminator) else { return "" }
         return text[range.upperBound...]
     }
 
@@ -67,5 +67,3 @@ enum SQLText {
         return "$" + inner + "$"
     }
 }
-
-import Foundation

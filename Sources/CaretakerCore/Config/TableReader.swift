@@ -1,4 +1,3 @@
-import Foundation
 
 /// Reads typed values out of one TOML table, remembering which keys were read
 /// so that `finish()` can reject the ones nobody asked for (typos).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Postgres
 
 /// The database clock, read once and carried forward with the monotonic clock,

@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import Postgres
 
@@ -144,7 +143,8 @@ extension Daemon {
         guard lowFootprint, control != nil, pendingSkips.isEmpty else { return }
         if let wait = timeUntilNextRun(), wait <= configuration.worker.idleDisconnect { return }
         control = nil
-        logger.debug("closed the idle connection until the next run")
+        let released = ResidentCode.release()
+        logger.debug("closed the idle connection until the next run", metadata: ["code_bytes_released": "\(released)"])
     }
 
     // MARK: Connections for runs

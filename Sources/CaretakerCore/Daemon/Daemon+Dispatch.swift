@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Postgres
 
@@ -224,7 +228,7 @@ extension Daemon {
         let runner = self.runner
         let events = self.events
         let stop: @Sendable () -> Bool = { [weak self] in self?.stopRequested.load(ordering: .relaxed) ?? true }
-        let thread = Thread {
+        OSThread.start(name: "caretaker/\(request.job.name)", stackSize: 512 * 1024) {
             let result: RunResult
             do {
                 result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
@@ -237,9 +241,6 @@ extension Daemon {
             }
             events.post(.finished(request: request, result: result, connection: connection))
         }
-        thread.name = "caretaker/\(request.job.name)"
-        thread.stackSize = 512 * 1024
-        thread.start()
     }
 
     // MARK: Completion

@@ -1,7 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Postgres
 import Synchronization
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc

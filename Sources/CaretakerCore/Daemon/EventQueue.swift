@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Postgres
 
 /// Opens connections as `[database]` says, with the password from a file or a

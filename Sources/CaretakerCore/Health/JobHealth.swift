@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Postgres
 
 /// Whether each enabled job is healthy: its last run did not fail and its last

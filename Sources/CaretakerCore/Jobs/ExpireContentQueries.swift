@@ -112,7 +112,7 @@ struct ExpireContentQueries {
             WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDue) FOR UPDATE SKIP LOCKED))
               AND \(postDue)
             """
-        let packDuePreview = packDue.replacingOccurrences(of: "$3::float8", with: "$4::float8")
+        let packDuePreview = packDue.replacing("$3::float8", with: "$4::float8")
         preview = """
             WITH due_packs AS (
                 SELECT p.id FROM \(s).packs p WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND \(packDuePreview)

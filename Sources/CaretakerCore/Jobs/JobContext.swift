@@ -1,6 +1,5 @@
 import Logging
 import Postgres
-import Foundation
 
 /// What a job run gets: its connection, its configuration and the run's limits.
 public final class JobContext: @unchecked Sendable {
@@ -47,23 +46,28 @@ public final class JobContext: @unchecked Sendable {
     /// Runs one batch in a short transaction with the job's timeouts set locally
     /// (`lockTimeout` overrides the job's `lock_timeout` for this batch).
     public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
-        try connection.withTransaction {
-            try connection.query("""
-                SELECT set_config('statement_timeout', $1, true),
-                       set_config('lock_timeout', $2, true),
-                       set_config('idle_in_transaction_session_timeout', $3, true)
-                """,
-                Self.milliseconds(job.statementTimeout),
-                Self.milliseconds(lockTimeout ?? job.lockTimeout),
-                Self.milliseconds(job.statementTimeout * 2))
-            return try body(connection)
+        // One round trip opens the transaction and sets the timeouts. The values are
+        // whole milliseconds formatted here from validated durations, not user text.
+        do {
+            try connection.execute(script: """
+            BEGIN;
+            SET LOCAL statement_timeout = '\(Self.milliseconds(job.statementTimeout))';
+            SET LOCAL lock_timeout = '\(Self.milliseconds(lockTimeout ?? job.lockTimeout))';
+            SET LOCAL idle_in_transaction_session_timeout = '\(Self.milliseconds(job.statementTimeout * 2))'
+            """)
+            let value = try body(connection)
+            try connection.query("COMMIT")
+            return value
+        } catch {
+            if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
+            throw error
         }
     }
 
     /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
     public func pauseBetweenBatches() {
         guard job.batchPause > .zero, !shouldStop else { return }
-        Thread.sleep(forTimeInterval: job.batchPause.seconds)
+        OSThread.sleep(for: job.batchPause)
     }
 
     /// `"2000ms"`: a value `set_config` understands for the timeout settings.

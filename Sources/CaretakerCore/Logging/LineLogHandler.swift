@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Synchronization
 
@@ -95,7 +99,7 @@ public struct LineLogHandler: LogHandler {
             case "\n": escaped += "\\n"
             case "\r": escaped += "\\r"
             case "\t": escaped += "\\t"
-            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20: escaped += "\\u" + scalar.value.hexDigits(width: 4)
             default: escaped.unicodeScalars.append(scalar)
             }
         }
@@ -134,7 +138,7 @@ public final class LineOutput: Sendable {
     func write(_ line: String) {
         sink.withLock { sink in
             switch sink {
-            case .standardError: FileHandle.standardError.write(Data(line.utf8))
+            case .standardError: StandardError.write(line)
             case .buffer(var lines):
                 lines.append(line)
                 sink = .buffer(lines)

@@ -1,7 +1,11 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #endif
 #if canImport(Glibc)
 import Glibc
@@ -102,6 +106,6 @@ public struct FileTransport: MailTransport {
     }
 
     private static func ioError(_ what: String) -> MailError {
-        MailError(.io, "\(what): \(String(cString: strerror(errno)))")
+        MailError(.io, "\(what): \(SystemError.lastMessage())")
     }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Builds the configured transport, reading the SMTP password from `password_file`,
 /// the systemd credential `smtp-password`, or `$CARETAKER_SMTP_PASSWORD`.

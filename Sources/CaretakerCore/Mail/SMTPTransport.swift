@@ -218,7 +218,7 @@ private final class CurlSession {
     private func systemReason() -> String? {
         var osErrno = 0
         guard ccurl_getinfo_long(handle, CURLINFO_OS_ERRNO, &osErrno) == CURLE_OK, osErrno != 0 else { return nil }
-        return String(cString: strerror(Int32(osErrno)))
+        return SystemError.message(Int32(osErrno))
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {

@@ -17,11 +17,11 @@ public struct Migration: Sendable {
 
     /// The SQL with the app schema substituted.
     public func sql(appSchema: String) -> String {
-        sql.replacingOccurrences(of: "{{app}}", with: quoteIdentifier(appSchema))
+        sql.replacing("{{app}}", with: quoteIdentifier(appSchema))
     }
 }
 
 /// Quotes an identifier that comes from configuration (`"my schema"` → `"my schema"`, `a"b` → `"a""b"`).
 public func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    "\"" + name.replacing("\"", with: "\"\"") + "\""
 }

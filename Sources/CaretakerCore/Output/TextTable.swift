@@ -18,10 +18,8 @@ public struct TextTable: Sendable {
         }
         return all.map { row in
             row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                index == row.count - 1 ? cell : cell.rightPadded(to: widths[index])
             }.joined(separator: "  ")
         }.joined(separator: "\n")
     }
 }
-
-import Foundation

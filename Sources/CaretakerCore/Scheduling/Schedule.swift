@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// When a job is due: a 5-field cron expression, a macro such as `@daily`, or `@every 90s`.
 ///
@@ -11,7 +15,7 @@ public struct Schedule: Sendable, Equatable, CustomStringConvertible {
     /// The schedule as written, without surrounding whitespace.
     public let text: String
     /// The zone whose wall clock cron fields are read in (ignored by `@every`).
-    public let timeZone: TimeZone
+    public let timeZone: ZoneInfo
     let rule: Rule
 
     enum Rule: Hashable, Sendable {
@@ -45,8 +49,8 @@ public struct Schedule: Sendable, Equatable, CustomStringConvertible {
     /// (any case); day-of-week 0 and 7 are both Sunday. When both day-of-month and
     /// day-of-week are restricted (neither starts with `*`), a day matching either runs.
     /// - Throws: `ScheduleError` saying what is wrong and what was expected.
-    public init(parsing text: String, timeZone: TimeZone) throws(ScheduleError) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    public init(parsing text: String, timeZone: ZoneInfo) throws(ScheduleError) {
+        let trimmed = text.trimmed()
         self.text = trimmed
         self.timeZone = timeZone
         do {

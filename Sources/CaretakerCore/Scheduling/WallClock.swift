@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A wall-clock minute (what a clock on the wall shows), with no time zone attached.
 ///
@@ -109,10 +113,10 @@ struct CivilDate: Hashable, Sendable {
 /// one of the two instants of a repeated one; SPEC §4 wants the first skipped and
 /// the second never used, so the mapping is done here explicitly from UTC offsets.
 struct ZoneClock: Sendable {
-    let timeZone: TimeZone
+    let timeZone: ZoneInfo
 
     func utcOffset(at instant: Int64) -> Int64 {
-        Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(instant))))
+        Int64(timeZone.secondsFromGMT(at: instant))
     }
 
     func wallSeconds(at instant: Int64) -> Int64 {
