@@ -24,8 +24,8 @@ struct ExpireContent: Job {
     /// The due share of a sampled table from which the page sweep is faster.
     static let sweepMinimumDueShare = 0.2
     /// Heap pages read to estimate how much of the table is due, and line pointers tried on each.
-    static let samplePages: Int64 = 64
-    static let sampleLinePointers = 120
+    static let samplePages: Int64 = 16
+    static let sampleLinePointers = 100
     /// Heap pages per sweep transaction: about 5,000 rows of a typical posts table.
     /// Larger ranges mean fewer transactions (each costs a few round trips);
     /// measured p99 stays far below 50 ms (BENCHMARKS.md).
