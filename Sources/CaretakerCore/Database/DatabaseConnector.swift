@@ -20,9 +20,6 @@ public struct DatabaseConnector: Sendable {
                                          environment: environment, purpose: "database.password_file")
     }
 
-    /// The quoted app schema, ready to splice into SQL.
-    public var appSchema: String { quoteIdentifier(options.appSchema) }
-
     /// Connects once; throws `.connection` after `connect_timeout`.
     public func connect(applicationName: String = "caretaker") throws(PostgresError) -> Connection {
         try Connection(Connection.Configuration(

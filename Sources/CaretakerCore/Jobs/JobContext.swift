@@ -74,7 +74,4 @@ public final class JobContext: @unchecked Sendable {
     static func milliseconds(_ duration: Duration) -> String {
         "\(max(1, duration.microseconds / 1000))ms"
     }
-
-    /// A duration as a PostgreSQL interval parameter: `$n::bigint * interval '1 microsecond'`.
-    public static func microseconds(_ duration: Duration) -> Int64 { duration.microseconds }
 }
