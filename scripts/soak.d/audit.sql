@@ -1,0 +1,164 @@
+-- The soak's own schema, next to caretaker's and the app's: parameters of the
+-- run, an audit trail of every deleted post and pack, the messages the SMTP
+-- server received, per-instance figures, and the injected faults. The checks
+-- (checks.sql) read only this schema and the app's tables.
+SET client_min_messages = warning;
+CREATE SCHEMA IF NOT EXISTS soak;
+
+-- Settings the checks need (lifetimes in microseconds, periods in seconds,
+-- t_stop = the database clock just before the instances were told to stop).
+CREATE TABLE IF NOT EXISTS soak.params (
+    key    text PRIMARY KEY,
+    value  text NOT NULL
+);
+
+CREATE OR REPLACE FUNCTION soak.param(name text) RETURNS text
+    LANGUAGE sql STABLE AS $$ SELECT value FROM soak.params WHERE key = name $$;
+
+-- L(p) exactly as SPEC §3 and caretaker compute it (float8 maths, microseconds).
+CREATE OR REPLACE FUNCTION soak.lifetime(popularity bigint, full_popularity float8) RETURNS interval
+    LANGUAGE sql STABLE AS $$
+        SELECT ((soak.param('min_lifetime_us')::bigint
+                 + (soak.param('max_lifetime_us')::bigint - soak.param('min_lifetime_us')::bigint)
+                   * least(1.0, greatest(popularity, 0)::float8 / full_popularity))
+                * interval '1 microsecond')
+    $$;
+
+-- One row per deleted post: what it looked like when it went, and who took it
+-- (txid; depth > 1 means the delete cascaded from its pack).
+CREATE TABLE IF NOT EXISTS soak.deleted_posts (
+    id          bigint NOT NULL,
+    pack_id     bigint NOT NULL,
+    created_at  timestamptz NOT NULL,
+    likes       integer NOT NULL,
+    deleted_at  timestamptz NOT NULL,          -- now() of the deleting transaction
+    txid        bigint NOT NULL,
+    depth       integer NOT NULL,
+    app         text,
+    logged_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- One row per deleted pack, with its popularity counted before it is gone
+-- (members + likes of its posts: a BEFORE trigger runs before the cascade).
+CREATE TABLE IF NOT EXISTS soak.deleted_packs (
+    id          bigint NOT NULL,
+    created_at  timestamptz NOT NULL,
+    is_admin    boolean NOT NULL,
+    members     bigint NOT NULL,
+    likes       bigint NOT NULL,
+    deleted_at  timestamptz NOT NULL,
+    txid        bigint NOT NULL,
+    app         text,
+    logged_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE OR REPLACE FUNCTION soak.audit_post_delete() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO soak.deleted_posts (id, pack_id, created_at, likes, deleted_at, txid, depth, app)
+        VALUES (OLD.id, OLD.pack_id, OLD.created_at, OLD.likes, now(), txid_current(), pg_trigger_depth(),
+                current_setting('application_name', true));
+        RETURN OLD;
+    END $$;
+
+CREATE OR REPLACE FUNCTION soak.audit_pack_delete() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        member_count bigint;
+        like_count bigint;
+    BEGIN
+        SELECT count(*) INTO member_count FROM public.pack_members m WHERE m.pack_id = OLD.id;
+        SELECT coalesce(sum(x.likes), 0) INTO like_count FROM public.posts x WHERE x.pack_id = OLD.id;
+        INSERT INTO soak.deleted_packs (id, created_at, is_admin, members, likes, deleted_at, txid, app)
+        VALUES (OLD.id, OLD.created_at, OLD.is_admin, member_count, like_count, now(), txid_current(),
+                current_setting('application_name', true));
+        RETURN OLD;
+    END $$;
+
+DROP TRIGGER IF EXISTS soak_audit_post_delete ON public.posts;
+CREATE TRIGGER soak_audit_post_delete BEFORE DELETE ON public.posts
+    FOR EACH ROW EXECUTE FUNCTION soak.audit_post_delete();
+DROP TRIGGER IF EXISTS soak_audit_pack_delete ON public.packs;
+CREATE TRIGGER soak_audit_pack_delete BEFORE DELETE ON public.packs
+    FOR EACH ROW EXECUTE FUNCTION soak.audit_pack_delete();
+
+-- Every message the SMTP server accepted, one row per recipient (loaded at the end).
+CREATE TABLE IF NOT EXISTS soak.mail (
+    received_at   timestamptz NOT NULL,
+    rcpt          text NOT NULL,
+    message_id    text,
+    subject       text,
+    has_password  boolean NOT NULL
+);
+
+-- Each caretaker instance: mode, restarts (kill -9), RSS after warm-up and at
+-- the end (KiB, from /proc), exit status after the final SIGTERM.
+CREATE TABLE IF NOT EXISTS soak.instances (
+    name          text PRIMARY KEY,
+    mode          text NOT NULL,
+    restarts      integer NOT NULL DEFAULT 0,
+    rss_warm_kib  bigint,
+    rss_end_kib   bigint,
+    exit_status   integer,
+    error_lines   integer
+);
+
+-- The processes each instance ran as (one more after every kill -9).
+CREATE TABLE IF NOT EXISTS soak.instance_pids (
+    name  text NOT NULL,
+    pid   integer NOT NULL
+);
+
+-- Faults injected (one row each).
+CREATE TABLE IF NOT EXISTS soak.faults (
+    at      timestamptz NOT NULL,
+    kind    text NOT NULL,
+    detail  text
+);
+
+-- Rows written by the operator SQL job of the soak (one per run).
+CREATE TABLE IF NOT EXISTS soak.heartbeat (
+    id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at  timestamptz NOT NULL DEFAULT now(),
+    app text DEFAULT current_setting('application_name', true)
+);
+
+-- When each post, pack and idle session came due and when it went (NULL: still
+-- there), for the "gone when due" checks and the lateness figures. They need
+-- soak.params; the app tables exist once `caretaker migrate` ran.
+-- Posts: on their own only (those deleted with their pack are judged with it).
+CREATE OR REPLACE VIEW soak.post_deadlines AS
+    SELECT x.id, x.created_at + soak.lifetime(x.likes, soak.param('post_full_popularity')::float8) AS due,
+           NULL::timestamptz AS gone
+    FROM public.posts x
+    UNION ALL
+    SELECT d.id, d.created_at + soak.lifetime(d.likes, soak.param('post_full_popularity')::float8), d.deleted_at
+    FROM soak.deleted_posts d
+    WHERE NOT EXISTS (SELECT 1 FROM soak.deleted_packs p WHERE p.id = d.pack_id AND p.txid = d.txid);
+
+-- Packs (admin packs never come due). Members only join and likes only grow in
+-- the soak, but a pack's popularity drops when one of its posts expires on its
+-- own, which can move its deadline into the past at that moment: a pack is due
+-- from the later of its deadline at its final popularity and the last expiry of
+-- one of its posts.
+CREATE OR REPLACE VIEW soak.pack_deadlines AS
+    SELECT p.id, greatest(
+               p.created_at + soak.lifetime(
+                   (SELECT count(*) FROM public.pack_members m WHERE m.pack_id = p.id)
+                   + (SELECT coalesce(sum(x.likes), 0) FROM public.posts x WHERE x.pack_id = p.id),
+                   soak.param('pack_full_popularity')::float8),
+               (SELECT max(d.deleted_at) FROM soak.deleted_posts d WHERE d.pack_id = p.id)) AS due,
+           NULL::timestamptz AS gone
+    FROM public.packs p WHERE NOT p.is_admin
+    UNION ALL
+    SELECT p.id, greatest(
+               p.created_at + soak.lifetime(p.members + p.likes, soak.param('pack_full_popularity')::float8),
+               (SELECT max(d.deleted_at) FROM soak.deleted_posts d WHERE d.pack_id = p.id AND d.txid <> p.txid)),
+           p.deleted_at
+    FROM soak.deleted_packs p WHERE NOT p.is_admin;
+
+-- Sessions still active, or revoked for inactivity (the app's logouts do not count).
+CREATE OR REPLACE VIEW soak.session_deadlines AS
+    SELECT s.id, s.last_seen_at + soak.param('idle_timeout_s')::float8 * interval '1 second' AS due, s.revoked_at AS gone
+    FROM public.sessions s
+    WHERE s.revoked_at IS NULL OR s.revoked_reason = 'inactivity';

@@ -1,0 +1,63 @@
+-- --self-test: a tiny database on which every check must PASS. Each planted
+-- violation (selftest-plants.sh) then starts from a copy of it.
+INSERT INTO soak.params (key, value) VALUES
+    ('min_lifetime_us', '30000000'), ('max_lifetime_us', '90000000'),
+    ('post_full_popularity', '20'), ('pack_full_popularity', '30'),
+    ('expire_period_s', '3'), ('logout_period_s', '2'), ('send_period_s', '2'),
+    ('idle_timeout_s', '20'), ('latency_margin_s', '1'),
+    ('t_stop', now()::text), ('calm_since', (now() - interval '1 hour')::text);
+
+INSERT INTO public.users (id, email, password_hash) VALUES
+    (1, 'a@example.org', 'x'), (2, 'B@Example.org', 'x'), (3, 'c@example.org', 'x');
+
+-- A pack and a post that are not due yet.
+INSERT INTO public.packs (id, name, created_at) VALUES (1, 'young pack', now());
+INSERT INTO public.posts (id, pack_id, likes, created_at) VALUES (1, 1, 0, now());
+
+-- Deleted exactly at their deadlines: a post (likes 4: L = 30 + 60 * 4/20 = 42 s),
+-- a pack (3 members, no likes: L = 30 + 60 * 3/30 = 36 s) and, with the pack in the
+-- same transaction, a young post of it (judged with its pack, not on its own).
+INSERT INTO soak.deleted_posts (id, pack_id, created_at, likes, deleted_at, txid, depth) VALUES
+    (10, 5, now() - interval '100 seconds', 4, now() - interval '58 seconds', 1001, 1),
+    (11, 6, now() - interval '69 seconds', 0, now() - interval '64 seconds', 1002, 2);
+INSERT INTO soak.deleted_packs (id, created_at, is_admin, members, likes, deleted_at, txid) VALUES
+    (6, now() - interval '100 seconds', false, 3, 0, now() - interval '64 seconds', 1002);
+
+-- Sessions: one revoked exactly at its idle deadline, one active.
+INSERT INTO public.sessions (user_id, last_seen_at, revoked_at, revoked_reason) VALUES
+    (1, now() - interval '60 seconds', now() - interval '40 seconds', 'inactivity');
+INSERT INTO public.sessions (user_id, last_seen_at) VALUES (2, now());
+
+-- Requests: sent once; sent after a retry (two attempts, one message arrived);
+-- ignored; pending behind a backoff that ends after t_stop.
+INSERT INTO public.password_reset_requests (email, status, attempts, next_attempt_at, sent_at) VALUES
+    ('a@example.org', 'sent', 1, now() - interval '1 minute', now()),
+    ('b@example.org', 'sent', 2, now() - interval '1 minute', now()),
+    ('nobody@example.org', 'ignored', 0, now(), NULL),
+    ('c@example.org', 'pending', 1, now() + interval '1 minute', NULL);
+INSERT INTO soak.mail (received_at, rcpt, message_id, subject, has_password) VALUES
+    (now(), 'a@example.org', '<1@x>', 'Your temporary password', true),
+    (now(), 'B@Example.org', '<2@x>', 'Your temporary password', true);
+
+INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, host, pid) VALUES
+    ('expire-content', 'schedule', 'succeeded', '2030-01-01 00:00:03+00', now(), now(), 'h', 1),
+    ('expire-content', 'schedule', 'succeeded', '2030-01-01 00:00:06+00', now(), now(), 'h', 2),
+    ('expire-content', 'retry', 'interrupted', NULL, now(), now(), 'h', 1);
+
+INSERT INTO public.communities (id, name, leader_id) VALUES (1, 'led', 1);
+INSERT INTO public.community_members (community_id, user_id) VALUES (1, 1), (1, 2);
+INSERT INTO public.communities (id, name, archived_at) VALUES (2, 'archived, nobody left', now());
+
+INSERT INTO soak.instances (name, mode, restarts, rss_warm_kib, rss_end_kib, exit_status) VALUES
+    ('a', 'normal', 0, 10000, 10900, 0),
+    ('b', 'normal', 2, 10000, 20000, 0);
+
+-- A pack whose deadline at today's popularity passed 10 s ago, but only became
+-- due 1 s ago, when its last post expired on its own (popularity went down).
+INSERT INTO public.packs (id, name, created_at) VALUES (7, 'lost its post', now() - interval '40 seconds');
+INSERT INTO soak.deleted_posts (id, pack_id, created_at, likes, deleted_at, txid, depth) VALUES
+    (12, 7, now() - interval '34 seconds', 1, now() - interval '1 second', 1003, 1);
+
+-- Rows above took explicit ids: move the identity sequences past them.
+SELECT setval(pg_get_serial_sequence(format('public.%I', t), 'id'), 100)
+FROM unnest(ARRAY['users', 'packs', 'posts', 'communities']) AS t;

@@ -1,0 +1,31 @@
+# shellcheck shell=bash
+# --self-test: one planted violation per line, "CHECK<TAB>WHAT<TAB>SQL". Each is
+# applied to a fresh copy of the clean database (selftest-clean.sql), and CHECK
+# must then report FAIL.
+soak_plants=$(cat <<'PLANTS'
+posts_not_early	a post deleted 1 µs before its deadline	UPDATE soak.deleted_posts SET deleted_at = deleted_at - interval '1 microsecond' WHERE id = 10
+posts_not_early	a young post deleted without its pack	UPDATE soak.deleted_posts SET txid = 9999 WHERE id = 11
+packs_not_early	a pack deleted with one more like than its deadline allowed	UPDATE soak.deleted_packs SET likes = likes + 1 WHERE id = 6
+packs_not_early	an admin pack deleted	UPDATE soak.deleted_packs SET is_admin = true WHERE id = 6
+posts_gone	a post 200 s old with no likes still there	INSERT INTO public.posts (pack_id, likes, created_at) VALUES (1, 0, now() - interval '200 seconds')
+posts_gone	a post deleted 5 s after its deadline while calm	UPDATE soak.deleted_posts SET deleted_at = deleted_at + interval '5 seconds' WHERE id = 10
+packs_gone	a pack deleted 5 s after its deadline while calm	UPDATE soak.deleted_packs SET deleted_at = deleted_at + interval '5 seconds' WHERE id = 6
+packs_gone	a pack 200 s old with no members still there	INSERT INTO public.packs (name, created_at) VALUES ('old', now() - interval '200 seconds')
+packs_gone	a pack due since its last post expired 10 s before the stop	UPDATE soak.deleted_posts SET deleted_at = deleted_at - interval '9 seconds' WHERE id = 12
+sessions_not_early	a session revoked 1 µs before its idle deadline	UPDATE public.sessions SET revoked_at = revoked_at - interval '1 microsecond' WHERE revoked_reason = 'inactivity'
+sessions_revoked	a session idle for 60 s still active	INSERT INTO public.sessions (user_id, last_seen_at) VALUES (3, now() - interval '60 seconds')
+sessions_revoked	a session revoked 5 s after its idle deadline while calm	UPDATE public.sessions SET revoked_at = revoked_at + interval '5 seconds' WHERE revoked_reason = 'inactivity'
+requests_settled	a request left pending although due a minute ago	INSERT INTO public.password_reset_requests (email, next_attempt_at) VALUES ('a@example.org', now() - interval '1 minute')
+mail_once_per_attempt	a duplicate mail for a request sent in one attempt	INSERT INTO soak.mail SELECT * FROM soak.mail WHERE rcpt = 'a@example.org'
+mail_once_per_attempt	a mail to an address nobody asked for	INSERT INTO soak.mail VALUES (now(), 'c2@example.org', '<3@x>', 'Your temporary password', true)
+mail_sent_delivered	a request marked sent whose mail never arrived	DELETE FROM soak.mail WHERE rcpt = 'a@example.org'
+mail_well_formed	a message without the password line	UPDATE soak.mail SET has_password = false WHERE rcpt = 'B@Example.org'
+slots_once	a slot that ran twice	INSERT INTO caretaker.job_runs (job, trigger, status, slot, host, pid) VALUES ('expire-content', 'catch-up', 'succeeded', '2030-01-01 00:00:03+00', 'h', 3)
+no_running	a run left running	INSERT INTO caretaker.job_runs (job, trigger, status, host, pid) VALUES ('prune', 'schedule', 'running', 'h', 4)
+leaders	a leader who left the community	DELETE FROM public.community_members WHERE community_id = 1 AND user_id = 1
+leaders	a leader whose account is deleted	UPDATE public.users SET deleted_at = now() WHERE id = 1
+leaders	an active community without a leader	INSERT INTO public.communities (name) VALUES ('leaderless')
+memory	an instance that grew 20% after warm-up	UPDATE soak.instances SET rss_end_kib = 12000 WHERE name = 'a'
+clean_shutdown	an instance that did not exit after SIGTERM	UPDATE soak.instances SET exit_status = NULL WHERE name = 'b'
+PLANTS
+)
