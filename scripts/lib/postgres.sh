@@ -6,7 +6,7 @@
 pg_bindir() {
     if command -v pg_config >/dev/null && [ -x "$(pg_config --bindir)/initdb" ]; then
         pg_config --bindir
-        return
+        return 0
     fi
     local dir
     dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
