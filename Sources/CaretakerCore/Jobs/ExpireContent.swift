@@ -39,8 +39,9 @@ struct ExpireContent: Job {
         var progress = Progress()
         try expirePacks(context, queries, &progress)
         if !context.shouldStop {
-            if try shouldSweep(context) {
-                try sweepPosts(context, queries, &progress)
+            let pages = try heapPages(context)
+            if try shouldSweep(context, queries, pages: pages) {
+                try sweepPosts(context, queries, pages: pages, &progress)
             } else {
                 try expirePostsByIndex(context, queries, &progress)
             }
@@ -138,12 +139,16 @@ struct ExpireContent: Job {
 
     // MARK: The page sweep
 
-    /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
-    private func shouldSweep(_ context: JobContext) throws -> Bool {
-        let s = context.schema
-        let size = try context.connection.query("""
-            SELECT pg_relation_size('\(s).posts'::regclass) / current_setting('block_size')::bigint AS pages
+    /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
+    private func heapPages(_ context: JobContext) throws -> Int64 {
+        try context.connection.query("""
+            SELECT pg_relation_size('\(context.schema).posts'::regclass) / current_setting('block_size')::bigint AS pages
             """).first?.int64("pages") ?? 0
+    }
+
+    /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
+    private func shouldSweep(_ context: JobContext, _ queries: ExpireContentQueries, pages size: Int64) throws -> Bool {
+        let s = context.schema
         guard size >= Self.sweepMinimumPages else { return false }
         // A fixed number of pages spread over the heap, read by a TID scan: the cost
         // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
@@ -152,7 +157,7 @@ struct ExpireContent: Job {
                 SELECT count(*) AS sampled,
                        count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
                 FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
-                """, ExpireContentQueries(schema: s, settings: settings).lifetimeParameters + [Self.sampleRows(pages: size)]).first
+                """, queries.lifetimeParameters + [Self.sampleRows(pages: size)]).first
         }
         let sampled = Double(sample?.int("sampled") ?? 0)
         guard sampled > 0 else { return false }
@@ -174,11 +179,8 @@ struct ExpireContent: Job {
     /// Deletes due posts range by range over the heap, `sweepRangePages` pages per
     /// transaction (the "equivalent bound on the table pages it visits" of SPEC §3,
     /// used only when much of the table is due).
-    private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
-        let s = context.schema
-        guard let pages = try context.connection.query("""
-            SELECT pg_relation_size('\(s).posts'::regclass) / current_setting('block_size')::bigint AS pages
-            """).first?.int64("pages") else { return }
+    private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, pages: Int64,
+                            _ progress: inout Progress) throws {
         let step = Self.sweepRangePages
         progress.stats.add("swept_pages", 0)
         var first: Int64 = 0
