@@ -22,6 +22,8 @@ let package = Package(
             name: "CCrypt",
             providers: [.apt(["libcrypt-dev"])]
         ),
+        // glibc's <malloc.h> (malloc_trim, for low-footprint mode's idle release).
+        .systemLibrary(name: "CMalloc"),
         // libcurl, with small C helpers for the variadic curl_easy_setopt.
         .target(
             name: "CCurl",
@@ -37,6 +39,7 @@ let package = Package(
                 "Postgres",
                 "CCurl",
                 "CCrypt",
+                "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -11,15 +11,18 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "Log format: logfmt or json (default: worker.log_format).")
     var logFormat: WorkerOptions.LogFormat?
 
+    @Option(name: .long, help: "Least severe log level written: debug, info, notice, warning or error.")
+    var logLevel: LogLevel = .info
+
     /// Loads the configuration or exits 78 naming the file, line and key.
     func loadConfiguration(lowFootprint: Bool? = nil) throws -> Configuration {
         let path = ConfigurationLoader.locate(explicit: config)
         do {
             let configuration = try ConfigurationLoader.load(path: path, lowFootprint: lowFootprint)
-            LoggingBootstrap.once(format: logFormat ?? configuration.worker.logFormat)
+            LoggingBootstrap.once(format: logFormat ?? configuration.worker.logFormat, level: logLevel.level)
             return configuration
         } catch {
-            LoggingBootstrap.once(format: logFormat ?? .logfmt)
+            LoggingBootstrap.once(format: logFormat ?? .logfmt, level: logLevel.level)
             throw Failure(.configuration, "configuration error: \(error)")
         }
     }
@@ -41,6 +44,21 @@ struct CommonOptions: ParsableArguments {
 }
 
 extension WorkerOptions.LogFormat: ExpressibleByArgument {}
+
+/// The `--log-level` values (swift-log's levels an operator would pick).
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case debug, info, notice, warning, error
+
+    var level: Logger.Level {
+        switch self {
+        case .debug: .debug
+        case .info: .info
+        case .notice: .notice
+        case .warning: .warning
+        case .error: .error
+        }
+    }
+}
 
 /// A command failed in a way SPEC §2 gives an exit code for; the message goes to stderr.
 struct Failure: Error, CustomStringConvertible {
@@ -80,9 +98,9 @@ func printError(_ message: String) {
 /// swift-log may be bootstrapped only once per process.
 enum LoggingBootstrap {
     nonisolated(unsafe) private static var done = false
-    static func once(format: WorkerOptions.LogFormat) {
+    static func once(format: WorkerOptions.LogFormat, level: Logger.Level = .info) {
         guard !done else { return }
         done = true
-        LineLogHandler.bootstrap(format: format == .json ? .json : .logfmt)
+        LineLogHandler.bootstrap(format: format == .json ? .json : .logfmt, level: level)
     }
 }

@@ -560,6 +560,35 @@ import Glibc
         await Self.stop(daemon)
     }
 
+    /// Without `IdleMemory`, both daemons keep every page of code and shared library
+    /// they have touched (about the same RSS); with it, the low-footprint one keeps a fraction.
+    @Test("low-footprint: idle, it hands its code pages back; its jobs run as before when it wakes")
+    func lowFootprintHandsMemoryBack() async throws {
+        let db = try TestDatabase()
+        let worker = "[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
+        let config = try db.writeConfiguration(worker + Self.sqlJob("tick", schedule: "0 0 1 1 *", sql: "SELECT 1",
+                                                                    extra: "catch_up = false\n"))
+        let low = try await Self.started(config, lowFootprint: true)
+        let normal = try await Self.started(config)
+        try await Task.sleep(for: .seconds(2))
+        let lowKiB = try Self.residentKiB(low.pid)
+        let normalKiB = try Self.residentKiB(normal.pid)
+        #expect(lowKiB * 2 < normalKiB, "idle resident memory: low-footprint \(lowKiB) KiB, normal \(normalKiB) KiB")
+        _ = try db.writeConfiguration(worker + Self.sqlJob("tick", sql: "SELECT 1"))
+        low.signal(SIGHUP)
+        #expect(await low.waitForLog(containing: "trigger=schedule status=succeeded", count: 2, timeout: .seconds(10)) != nil,
+                "\(low.log)")
+        await Self.stop(normal)
+        await Self.stop(low)
+    }
+
+    /// `VmRSS` of a process, in KiB.
+    static func residentKiB(_ pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+        return try #require(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) })
+    }
+
     /// Voluntary context switches of the process's main thread (the scheduler).
     static func voluntarySwitches(_ pid: pid_t) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)

@@ -143,8 +143,17 @@ extension Daemon {
         guard lowFootprint, control != nil, pendingSkips.isEmpty else { return }
         if let wait = timeUntilNextRun(), wait <= configuration.worker.idleDisconnect { return }
         control = nil
-        let released = ResidentCode.release()
-        logger.debug("closed the idle connection until the next run", metadata: ["code_bytes_released": "\(released)"])
+        logger.debug("closed the idle connection until the next run")
+    }
+
+    /// Low-footprint mode: once per idle stretch (no connection, next run more than
+    /// `idle_disconnect` away), hands code pages and free heap back to the kernel.
+    func releaseIdleMemoryIfFar() {
+        guard lowFootprint, control == nil, !controlLent, !idleMemoryReleased else { return }
+        if let wait = timeUntilNextRun(), wait <= configuration.worker.idleDisconnect { return }
+        idleMemoryReleased = true
+        logger.debug("handing idle memory back until the next run")
+        IdleMemory.release()
     }
 
     // MARK: Connections for runs
@@ -157,6 +166,7 @@ extension Daemon {
             guard let connection = ensureControl() else { return nil }
             control = nil
             controlLent = true
+            idleMemoryReleased = false
             return connection
         }
         while let connection = idleConnections.popLast() {

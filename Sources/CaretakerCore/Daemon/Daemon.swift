@@ -61,6 +61,8 @@ public final class Daemon: @unchecked Sendable {
     var control: Connection?
     /// Low-footprint mode: the single connection is running a job (it is not in `control` meanwhile).
     var controlLent = false
+    /// Low-footprint mode: idle memory was handed back since the last run or reload.
+    var idleMemoryReleased = false
     /// A connection has worked before: a later one must catch up on NOTIFYs it missed.
     var connectedBefore = false
     /// While the database is unreachable: when to try again, and how long the next wait is.
@@ -106,7 +108,10 @@ public final class Daemon: @unchecked Sendable {
             if !lowFootprint { _ = ensureControl() }
             dispatchDueRuns()
             releaseIdleConnectionIfFar()
-            waitForEvents(timeout: timeUntilNextWake())
+            let timeout = timeUntilNextWake()
+            // Last before sleeping: whatever code runs after it maps its pages back.
+            releaseIdleMemoryIfFar()
+            waitForEvents(timeout: timeout)
         }
         return shutdown()
     }
@@ -228,6 +233,7 @@ public final class Daemon: @unchecked Sendable {
         configuration = fresh
         configuration.worker.lowFootprint = lowFootprint
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
+        idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
         replanAfterReload(previous: previous)
         if databaseChanged {

@@ -1,0 +1,58 @@
+@testable import CaretakerCore
+import Testing
+
+@Suite struct IdleMemoryTests {
+    static let smaps = """
+        55e56e1a7000-55e56ee94000 r-xp 00000000 fe:00 16253359                   /usr/bin/caretaker
+        Size:              13236 kB
+        Rss:                2944 kB
+        Anonymous:             0 kB
+        VmFlags: rd ex mr mw me dw
+        55e56ee94000-55e56eeea000 r--p 00cea000 fe:00 16253359                   /usr/bin/caretaker
+        Rss:                 344 kB
+        Anonymous:           344 kB
+        55e56eeea000-55e56f0ea000 rw-p 00d40000 fe:00 16253359                   /usr/bin/caretaker
+        Rss:                1020 kB
+        Anonymous:           144 kB
+        55e56f0ea000-55e56f16a000 rw-p 00000000 00:00 0 
+        Rss:                 244 kB
+        Anonymous:           244 kB
+        7fee89400000-7fee894c5000 r--p 00000000 fe:00 333177                     /usr/lib/x86_64-linux-gnu/libcrypto.so.3
+        Rss:                 788 kB
+        Anonymous:             0 kB
+        7fee89500000-7fee89501000 r--p 00000000 fe:00 333178                     /usr/lib/old.so (deleted)
+        Rss:                   4 kB
+        Anonymous:             0 kB
+        7fee89600000-7fee89601000 r--s 00000000 00:05 12                         /dev/zero
+        Rss:                   4 kB
+        Anonymous:             0 kB
+        7ffc1f658000-7ffc1f679000 rw-p 00000000 00:00 0                          [stack]
+        Rss:                  40 kB
+        Anonymous:            40 kB
+        """
+
+    @Test("smaps is read into mappings with their resident and anonymous sizes")
+    func parse() {
+        let mappings = ProcessMapping.parse(Self.smaps)
+        #expect(mappings.count == 8)
+        #expect(mappings[0] == ProcessMapping(start: 0x55e5_6e1a_7000, end: 0x55e5_6ee9_4000, permissions: "r-xp",
+                                              path: "/usr/bin/caretaker", residentBytes: 2944 * 1024, anonymousBytes: 0))
+        #expect(mappings[3].path == "")
+        #expect(mappings[5].path == "/usr/lib/old.so (deleted)")
+        #expect(mappings[7].path == "[stack]")
+    }
+
+    @Test("only clean read-only pages of object files are dropped; .data with unwritten pages is paged out")
+    func choice() {
+        let mappings = ProcessMapping.parse(Self.smaps)
+        #expect(mappings.map(\.isReleasable) == [true, false, false, false, true, false, false, false],
+                "code and clean read-only data only: not relocated (anonymous) pages, not anonymous memory, not deleted files or devices")
+        #expect(mappings.map(\.hasCleanFilePages) == [false, false, true, false, false, false, false, false])
+    }
+
+    @Test("a release in this process leaves it working")
+    func releaseInProcess() {
+        IdleMemory.release()
+        #expect(ProcessMapping.parse((try? TextFile.read("/proc/self/smaps")) ?? "").count > 10)
+    }
+}
