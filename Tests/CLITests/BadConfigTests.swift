@@ -193,6 +193,22 @@ import Glibc
         #expect(result.stderr.contains("\(path): cannot read the configuration file"), "\(result.stderr)")
     }
 
+    /// Reading a FIFO would wait for a writer forever (and a device might never end).
+    @Test("a FIFO as jobs.toml or as template_file is refused at once, naming it")
+    func fifo() throws {
+        let path = try Self.write(Self.header + "[jobs.send-temp-passwords]\ntemplate_file = \"pipe\"\n")
+        defer { Self.remove(path) }
+        let pipe = URL(fileURLWithPath: path).deletingLastPathComponent().path + "/pipe"
+        try #require(mkfifo(pipe, 0o600) == 0)
+        let template = try Caretaker.run(["check", "--config", path])
+        #expect(template.status == 78)
+        #expect(template.stderr.contains("template_file") && template.stderr.contains("not a regular file"), "\(template.stderr)")
+        let config = try Caretaker.run(["check", "--config", pipe])
+        #expect(config.status == 78)
+        #expect(config.stderr.contains("\(pipe): cannot read the configuration file") && config.stderr.contains("not a regular file"),
+                "\(config.stderr)")
+    }
+
     @Test("the file comes from $CARETAKER_CONFIG when --config is not given")
     func fromEnvironment() throws {
         let path = try Self.write(Self.header + "[worker]\ntimezone = \"Nowhere/Special\"\n")

@@ -44,8 +44,11 @@ public enum Secrets {
     }
 
     private static func contents(of path: String, purpose: String) throws(SecretError) -> String {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw SecretError(message: "cannot read \(purpose) \(path): missing or not readable by this user")
+        let text: String
+        do {
+            text = try TextFile.read(path)
+        } catch {
+            throw SecretError(message: "cannot read \(purpose) \(path): \(error)")
         }
         // Files written with `echo` end in a newline that is not part of the secret.
         return String(text.trimmingSuffix(while: { $0 == "\n" || $0 == "\r" }))

@@ -27,12 +27,19 @@ enum TextFile {
         let description: String
     }
 
-    /// The contents of the file at `path` as UTF-8 text.
-    /// - Throws: `ReadError` with the OS's reason ("No such file or directory").
+    /// The contents of the regular file at `path` as UTF-8 text.
+    /// - Throws: `ReadError` with the OS's reason ("No such file or directory"), or
+    ///   "not a regular file" for a FIFO, device or directory, which could block or never end.
     static func read(_ path: String) throws(ReadError) -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO would otherwise wait for a writer. It changes nothing for regular files.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw ReadError(description: SystemError.lastMessage()) }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw ReadError(description: SystemError.lastMessage()) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw ReadError(description: "not a regular file (a FIFO, device or directory)")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
