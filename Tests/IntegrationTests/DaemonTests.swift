@@ -189,6 +189,30 @@ import Glibc
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped' AND error IS NULL") == 0)
     }
 
+    /// One place: while `slow` holds it, `tick`'s queued slot is overtaken by the next one.
+    @Test("a slot whose run waited for a free place until the next slot is recorded skipped, saying why")
+    func queuedSlotOvertaken() async throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration("[worker]\nmax_concurrent_jobs = 1\n\n" + Self.disabledBuiltIns()
+            + Self.sqlJob("slow", schedule: "@every 5s", sql: "SELECT pg_sleep(3)") + Self.sqlJob("tick", sql: "SELECT 1"))
+        let daemon = try await Self.started(config)
+        #expect(try await Self.eventually(timeout: .seconds(15)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'slow' AND status = 'succeeded'") >= 2
+        }, "\(daemon.log)")
+        await Self.stop(daemon)
+        #expect(try db.count("""
+            SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'skipped' AND error LIKE '%free place%'
+            """) >= 2, "no slot of tick was recorded as waiting for a place")
+        let span = try db.connection.query("""
+            SELECT count(DISTINCT slot) AS recorded, round(extract(epoch FROM max(slot) - min(slot)))::int + 1 AS due
+            FROM caretaker.job_runs WHERE job = 'tick' AND slot IS NOT NULL
+            """).first!
+        #expect(span.int("recorded") == span.int("due"), "slots of tick missing from the history: \(span.values)")
+        #expect(try db.connection.query("""
+            SELECT slot FROM caretaker.job_runs WHERE job = 'tick' GROUP BY slot HAVING count(*) > 1
+            """).rows.isEmpty, "a slot was recorded twice")
+    }
+
     // MARK: 3. SIGTERM
 
     @Test("SIGTERM during a batch: the batch commits, the run is interrupted, exit 0 within shutdown_grace")

@@ -165,8 +165,12 @@ extension Daemon {
             state.retry = nil
             if state.running {
                 states[job.name] = state
-                recordSkippedSlot(job, slot: latest)
+                recordSkippedSlot(job, slot: latest, reason: .previousRunStillGoing)
                 return
+            }
+            if let waiting = state.queued?.slot {
+                // Its run never found a free place: the newer slot replaces it, on record.
+                recordSkippedSlot(job, slot: waiting, reason: .noFreePlace)
             }
             state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
         }
@@ -185,18 +189,18 @@ extension Daemon {
     /// `skipped` (or find that another instance already took it). Without a
     /// free connection (low-footprint mode lent it to the run) the slot waits in
     /// `pendingSkips`.
-    private func recordSkippedSlot(_ job: JobConfiguration, slot: Date) {
-        pendingSkips.append((job, slot))
+    private func recordSkippedSlot(_ job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason) {
+        pendingSkips.append((job, slot, reason))
         if !controlLent, let connection = control { recordPendingSkips(on: connection) }
     }
 
     /// Records the pending skipped slots that are due on the database clock; the rest wait.
     func recordPendingSkips(on connection: Connection) {
         var remaining = pendingSkips[...]
-        var notDue: [(job: JobConfiguration, slot: Date)] = []
+        var notDue: [(job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)] = []
         while let skip = remaining.first {
             do {
-                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, on: connection)
+                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: connection)
             } catch is JobRunner.SlotNotDue {
                 notDue.append(skip)
             } catch {

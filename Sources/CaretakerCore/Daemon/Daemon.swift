@@ -75,7 +75,7 @@ public final class Daemon: @unchecked Sendable {
     var states: [String: JobState] = [:]
     /// Slots that came due while their job was running and no connection was free
     /// to record them (low-footprint mode); recorded `skipped` as soon as one is.
-    var pendingSkips: [(job: JobConfiguration, slot: Date)] = []
+    var pendingSkips: [(job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)] = []
     var runningCount = 0
     var lastWatchdog = ContinuousClock.now
     private var signalSources: [any DispatchSourceSignal] = []

@@ -129,9 +129,27 @@ public struct JobRunner: Sendable {
     /// Unlike `run`, this never takes the job's lock: when the previous run ends
     /// between the slot coming due and this call, the slot is still one that
     /// nobody ran because of it, and the scheduler thread must not run a job.
-    public func recordSkippedSlot(job: JobConfiguration, slot: Date, on connection: Connection) throws -> Outcome {
+    public func recordSkippedSlot(job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
+                                  on connection: Connection) throws -> Outcome {
         guard try claim(slot: slot, job: job.name, on: connection) == .claimed else { return .alreadyClaimed }
-        return .skipped(runID: try recordSkipped(Request(job: job, trigger: .schedule, slot: slot), slot: slot, on: connection))
+        return .skipped(runID: try recordSkipped(Request(job: job, trigger: .schedule, slot: slot), slot: slot,
+                                                 reason: reason, on: connection))
+    }
+
+    /// Why a due slot was not run; the text goes to `job_runs.error` and the log.
+    public enum SkipReason: Sendable {
+        /// The job's previous run was still going.
+        case previousRunStillGoing
+        /// The run waited for a place under `worker.max_concurrent_jobs` (or, in
+        /// low-footprint mode, for the one connection) until the job's next slot came.
+        case noFreePlace
+
+        var text: String {
+            switch self {
+            case .previousRunStillGoing: "the previous run of this job was still going"
+            case .noFreePlace: "it waited for a free place (worker.max_concurrent_jobs) until the next slot came"
+            }
+        }
     }
 
     // MARK: Slots and locks
@@ -173,12 +191,13 @@ public struct JobRunner: Sendable {
         _ = try? connection.query("SELECT pg_advisory_unlock(caretaker.job_lock_key($1))", job)
     }
 
-    private func recordSkipped(_ request: Request, slot: Date, on connection: Connection) throws -> Int64 {
+    private func recordSkipped(_ request: Request, slot: Date, reason: SkipReason = .previousRunStillGoing,
+                               on connection: Connection) throws -> Int64 {
         let runID = try RunHistory.recordSkipped(connection, job: request.job.name, trigger: request.trigger, slot: slot,
-                                                 reason: "the previous run of this job was still going")
+                                                 reason: reason.text)
         try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
                              request.job.name, slot.timeIntervalSince1970, runID)
-        logger.warning("slot skipped: previous run still going",
+        logger.warning("slot skipped: \(reason.text)",
                        metadata: ["job": "\(request.job.name)", "run_id": "\(runID)", "status": "skipped"])
         return runID
     }
