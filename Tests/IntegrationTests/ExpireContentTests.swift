@@ -145,6 +145,25 @@ import Testing
         #expect(try !exists(pack: blocked))
     }
 
+    /// The like's UPDATE holds its post; the run must wait for it and judge the pack
+    /// with the like counted, not delete it at the popularity it had a moment before.
+    @Test("a like committed while the run is deleting its pack counts: the pack is kept")
+    func likeDuringPackDeletion() async throws {
+        // One minute past 24 h with no likes: due. One like (of 100 for full) adds 14.4 minutes.
+        let racing = try pack(age: "\(24 * 60 + 1) minutes")
+        let liked = try post(in: racing, likes: 0, age: "1 hour")
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.query("BEGIN")
+        try app.query("UPDATE posts SET likes = likes + 1 WHERE id = $1", liked)
+        let db = self.db
+        let run = Task.detached { try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"5s\"\n") }
+        try await Task.sleep(for: .milliseconds(500))
+        try app.query("COMMIT")
+        let stats = try await run.value
+        #expect(try exists(pack: racing), "the pack was deleted at the popularity it had before the like")
+        #expect(stats["packs_deleted"] == 0)
+    }
+
     @Test("2,500 due posts go in batches of batch_size")
     func batches() throws {
         let admin = try pack(age: "3 days", admin: true)

@@ -31,10 +31,13 @@ struct ExpireContent: Job {
     /// Heap pages read to estimate how much of the table is due, and line pointers tried on each.
     static let samplePages: Int64 = 16
     static let sampleLinePointers = 100
-    /// Heap pages per sweep transaction: about 5,000 rows of a typical posts table.
-    /// Larger ranges mean fewer transactions (each costs a few round trips);
-    /// measured p99 stays far below 50 ms (BENCHMARKS.md).
-    static let sweepRangePages: Int64 = 128
+    /// Heap pages in the first sweep transaction: about 5,000 rows of a typical posts table.
+    static let sweepFirstRangePages: Int64 = 128
+    /// What one sweep transaction should take. Each transaction costs a few round
+    /// trips and an executor start-up beyond its rows, so fewer, larger ranges come
+    /// nearer the single statement's speed; 20 ms stays far below the 50 ms p99
+    /// the app can live with (BENCHMARKS.md). Ranges never exceed `batch_size` pages.
+    static let sweepTargetDuration: Duration = .milliseconds(20)
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
     static let sweepLockTimeout: Duration = .milliseconds(50)
 
@@ -65,7 +68,7 @@ struct ExpireContent: Job {
     // MARK: Packs and the index path
 
     private func expirePacks(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
-        try keysetBatches(context, select: queries.selectDuePacks, delete: queries.deletePacks,
+        try keysetBatches(context, select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
                           parameters: queries.packParameters, progress: &progress) { true }
     }
 
@@ -86,12 +89,13 @@ struct ExpireContent: Job {
 
     /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
     /// After a full batch, `continueAfterFullBatch` says whether to go on.
-    private func keysetBatches(_ context: JobContext, select: String, delete: String,
+    private func keysetBatches(_ context: JobContext, select: String, lock: String? = nil, delete: String,
                                parameters: [any PostgresBindable], progress: inout Progress,
                                _ continueAfterFullBatch: () throws -> Bool) throws {
         var cursor = KeysetCursor.start
         while !context.shouldStop {
-            let candidates = try batch(context, delete: delete, parameters: parameters, progress: &progress) { connection in
+            let candidates = try batch(context, lock: lock, delete: delete, parameters: parameters,
+                                       progress: &progress) { connection in
                 let rows = try connection.query(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize]).rows
                 if let last = rows.last, let created = last["created_at"], let id = last.int64("id") {
                     cursor = KeysetCursor(createdAt: created, id: id)
@@ -119,18 +123,23 @@ struct ExpireContent: Job {
         }
     }
 
-    /// One transaction: select and lock candidates, delete those still due. When a
-    /// cascade meets a row the app holds, the batch is redone one row at a time and
-    /// the blocked rows wait for the next run. Returns how many candidates there were.
-    private func batch(_ context: JobContext, delete: String, parameters: [any PostgresBindable],
+    /// One transaction: select and lock candidates, `lock` what their deadline depends
+    /// on (with the candidates as `$1`), delete those still due. When a cascade or the
+    /// lock meets a row the app holds, the batch is redone one row at a time and the
+    /// blocked rows wait for the next run. Returns how many candidates there were.
+    private func batch(_ context: JobContext, lock: String? = nil, delete: String, parameters: [any PostgresBindable],
                        progress: inout Progress, select: (Connection) throws -> [Int64]) throws -> Int {
         var candidates: [Int64] = []
         let started = ContinuousClock.now
+        let deleteStillDue = { (connection: Connection, ids: [Int64]) throws -> Deleted in
+            if let lock { try connection.query(lock, PostgresArray(ids)) }
+            return try Deleted(connection.query(delete, parameters + [PostgresArray(ids)]).first)
+        }
         do {
             let deleted = try context.inBatch { connection in
                 candidates = try select(connection)
                 guard !candidates.isEmpty else { return Deleted() }
-                return try Deleted(connection.query(delete, parameters + [PostgresArray(candidates)]).first)
+                return try deleteStillDue(connection, candidates)
             }
             progress.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
         } catch let error as PostgresError where error.isLockNotAvailable {
@@ -138,7 +147,7 @@ struct ExpireContent: Job {
             for id in candidates where !context.shouldStop {
                 do {
                     let deleted = try context.inBatch { connection in
-                        try Deleted(connection.query(delete, parameters + [PostgresArray([id])]).first)
+                        try deleteStillDue(connection, [id])
                     }
                     progress.record(deleted, batch: nil)
                 } catch let error as PostgresError where error.isLockNotAvailable {
@@ -197,25 +206,29 @@ struct ExpireContent: Job {
         return "{" + addresses.joined(separator: ",") + "}"
     }
 
-    /// Deletes due posts range by range over the heap, `sweepRangePages` pages per
-    /// transaction (the "equivalent bound on the table pages it visits" of SPEC §3,
-    /// used only when much of the table is due).
+    /// Deletes due posts range by range over the heap, each range one transaction
+    /// of at most `batch_size` pages (the "equivalent bound on the table pages it
+    /// visits" of SPEC §3, used only when much of the table is due), sized so that
+    /// one takes about `sweepTargetDuration`.
     private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, pages: Int64,
                             _ progress: inout Progress) throws {
-        let step = Self.sweepRangePages
+        var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)))
         progress.stats.add("swept_pages", 0)
         var first: Int64 = 0
         while first < pages, !context.shouldStop {
-            let last = first + step
-            try sweepRange(context, queries, from: first, to: last, progress: &progress)
+            let last = first + range.pages
+            let started = ContinuousClock.now
+            let waitedForLocks = try sweepRange(context, queries, from: first, to: last, progress: &progress)
+            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started) }
             progress.stats.add("swept_pages", Int(min(last, pages) - first))
             first = last
             context.pauseBetweenBatches()
         }
     }
 
+    /// Returns true when the range met rows the app holds (its time then says nothing about its size).
     private func sweepRange(_ context: JobContext, _ queries: ExpireContentQueries, from first: Int64, to last: Int64,
-                            progress: inout Progress) throws {
+                            progress: inout Progress) throws -> Bool {
         let parameters = queries.lifetimeParameters + [first, last]
         let started = ContinuousClock.now
         do {
@@ -223,12 +236,35 @@ struct ExpireContent: Job {
                 try connection.query(queries.deletePostsOnPages, parameters).affectedRows
             }
             progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+            return false
         } catch let error as PostgresError where error.isLockNotAvailable {
             let deleted = try context.inBatch { connection in
                 try connection.query(queries.deleteUnlockedPostsOnPages, parameters).affectedRows
             }
             progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+            return true
         }
+    }
+}
+
+/// The size of the next sweep range: grows (at most doubling) while ranges take
+/// less than `sweepTargetDuration`, shrinks when they take more, within
+/// 16 pages and `maximumPages`.
+struct SweepRange {
+    static let minimumPages: Int64 = 16
+    let maximumPages: Int64
+    private(set) var pages: Int64
+
+    init(maximumPages: Int64) {
+        self.maximumPages = max(1, maximumPages)
+        pages = min(ExpireContent.sweepFirstRangePages, self.maximumPages)
+    }
+
+    mutating func adjust(took duration: Duration) {
+        let tookMicroseconds = max(1, duration.microseconds)
+        let ideal = Double(pages) * Double(ExpireContent.sweepTargetDuration.microseconds) / Double(tookMicroseconds)
+        let next = Int64(min(ideal, Double(pages * 2)))
+        pages = min(maximumPages, max(min(Self.minimumPages, maximumPages), next))
     }
 }
 

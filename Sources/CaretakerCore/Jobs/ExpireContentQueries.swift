@@ -14,6 +14,9 @@ struct ExpireContentQueries {
 
     /// Packs due, in `(created_at, id)` order after `$4`/`$5`, at most `$6` → `id`, `created_at`.
     let selectDuePacks: String
+    /// Locks the posts of packs `$1` FOR SHARE: a like in flight commits first, and none
+    /// can start, so `deletePacks` (a later statement: a fresh snapshot) counts every like.
+    let lockPostsOfPacks: String
     /// Deletes packs `$4` that are still due → `packs`, `posts` (those that went with them).
     let deletePacks: String
 
@@ -55,6 +58,9 @@ struct ExpireContentQueries {
               AND \(packDue)
             ORDER BY p.created_at, p.id LIMIT $6
             FOR UPDATE OF p SKIP LOCKED
+            """
+        lockPostsOfPacks = """
+            SELECT count(*) FROM (SELECT 1 FROM \(s).posts x WHERE x.pack_id = ANY($1::bigint[]) FOR SHARE OF x) locked
             """
         deletePacks = """
             WITH gone AS (DELETE FROM \(s).packs p WHERE p.id = ANY($4::bigint[]) AND \(packDue) RETURNING p.id)
