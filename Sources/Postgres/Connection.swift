@@ -96,7 +96,7 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// True while libpq believes the connection is usable.
-    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK && PQpipelineStatus(handle) == PQ_PIPELINE_OFF }
 
     /// The socket, for waiting on notifications together with other events.
     public var socket: Int32 { PQsocket(handle) }
@@ -118,6 +118,66 @@ public final class Connection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: any PostgresBindable...) throws(PostgresError) -> QueryResult {
         try query(sql, parameters)
+    }
+
+    /// One statement of a `pipeline`: SQL with `$1…$n` and their values.
+    public struct Statement {
+        public var sql: String
+        public var parameters: [any PostgresBindable]
+
+        public init(_ sql: String, _ parameters: [any PostgresBindable] = []) {
+            self.sql = sql
+            self.parameters = parameters
+        }
+    }
+
+    /// Sends `statements` together and waits once (libpq pipeline mode): one round
+    /// trip instead of one per statement. Returns their results in order.
+    ///
+    /// After an error the server skips the rest up to the end of the pipeline, and
+    /// the first error is thrown. A transaction the pipeline began is then still
+    /// open and aborted: roll it back.
+    public func pipeline(_ statements: [Statement]) throws(PostgresError) -> [QueryResult] {
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
+        for statement in statements {
+            let texts = statement.parameters.map(\.postgresText)
+            let sent = withOptionalCStringArray(texts) { pointers in
+                PQsendQueryParams(handle, statement.sql, Int32(texts.count), nil, pointers, nil, nil, 0)
+            }
+            guard sent == 1 else { throw connectionError() }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw connectionError() }
+        var results = [QueryResult?](repeating: nil, count: statements.count)
+        var firstError: PostgresError?
+        var index = 0
+        // Each statement's results end with a NULL; the pipeline ends with PGRES_PIPELINE_SYNC.
+        while index <= statements.count {
+            guard let result = PQgetResult(handle) else {
+                guard PQstatus(handle) == CONNECTION_OK else { throw connectionError() }
+                index += 1
+                continue
+            }
+            defer { PQclear(result) }
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+            switch status {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                if index < results.count { results[index] = Self.read(result) }
+            case PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                firstError = firstError ?? error(from: result)
+            }
+        }
+        guard PQexitPipelineMode(handle) == 1 else { throw connectionError() }
+        if let firstError { throw firstError }
+        return results.map { $0 ?? QueryResult(columns: [], rows: [], affectedRows: 0) }
+    }
+
+    /// A pipeline that could not be finished leaves the connection in pipeline mode,
+    /// where no other call works: `isHealthy` is then false and the caller drops it.
+    private func connectionError() -> PostgresError {
+        PostgresError(kind: .connection, message: Self.trimmed(PQerrorMessage(handle)))
     }
 
     /// Runs a script of several statements without parameters (migrations, `SET`).
@@ -205,7 +265,7 @@ public final class Connection: @unchecked Sendable {
     private func error(from result: OpaquePointer) -> PostgresError {
         let sqlState = field(result, "C")
         let primary = field(result, "M") ?? Self.trimmed(PQresultErrorMessage(result))
-        let kind: PostgresError.Kind = isHealthy ? .query : .connection
+        let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
         return PostgresError(kind: kind, sqlState: sqlState, message: primary)
     }
 

@@ -232,15 +232,12 @@ struct ExpireContent: Job {
         let parameters = queries.lifetimeParameters + [first, last]
         let started = ContinuousClock.now
         do {
-            let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout)) { connection in
-                try connection.query(queries.deletePostsOnPages, parameters).affectedRows
-            }
+            let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout),
+                                              statement: queries.deletePostsOnPages, parameters).affectedRows
             progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
             return false
         } catch let error as PostgresError where error.isLockNotAvailable {
-            let deleted = try context.inBatch { connection in
-                try connection.query(queries.deleteUnlockedPostsOnPages, parameters).affectedRows
-            }
+            let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters).affectedRows
             progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
             return true
         }

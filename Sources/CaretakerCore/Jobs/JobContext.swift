@@ -64,6 +64,29 @@ public final class JobContext: @unchecked Sendable {
         }
     }
 
+    /// A batch that is one statement, sent with its transaction in a single round
+    /// trip: `BEGIN`, the timeouts (`set_config(…, true)`, i.e. `SET LOCAL`), the
+    /// statement and `COMMIT` as one libpq pipeline. Returns the statement's result.
+    public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
+                        _ parameters: [any PostgresBindable]) throws -> QueryResult {
+        do {
+            let results = try connection.pipeline([
+                .init("BEGIN"),
+                .init("""
+                    SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
+                           set_config('idle_in_transaction_session_timeout', $3, true)
+                    """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
+                          Self.milliseconds(job.statementTimeout * 2)]),
+                .init(sql, parameters),
+                .init("COMMIT"),
+            ])
+            return results[2]
+        } catch {
+            if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
+            throw error
+        }
+    }
+
     /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
     public func pauseBetweenBatches() {
         guard job.batchPause > .zero, !shouldStop else { return }
