@@ -94,9 +94,9 @@ struct ExpireContent: Job {
                                _ continueAfterFullBatch: () throws -> Bool) throws {
         var cursor = KeysetCursor.start
         while !context.shouldStop {
-            let candidates = try batch(context, lock: lock, delete: delete, parameters: parameters,
-                                       progress: &progress) { connection in
-                let rows = try connection.query(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize]).rows
+            let statement = Connection.Statement(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize])
+            let candidates = try batch(context, select: statement, lock: lock, delete: delete, parameters: parameters,
+                                       progress: &progress) { rows in
                 if let last = rows.last, let created = last["created_at"], let id = last.int64("id") {
                     cursor = KeysetCursor(createdAt: created, id: id)
                 }
@@ -112,10 +112,11 @@ struct ExpireContent: Job {
     private func bucketBatches(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress,
                                _ continueAfterFullBatch: () throws -> Bool) throws {
         while !context.shouldStop {
-            let candidates = try batch(context, delete: queries.deletePosts, parameters: queries.lifetimeParameters,
-                                       progress: &progress) { connection in
-                try connection.query(queries.selectPostsByBucket, queries.lifetimeParameters + [context.job.batchSize])
-                    .rows.compactMap { $0.int64("id") }
+            let statement = Connection.Statement(queries.selectPostsByBucket,
+                                                 queries.lifetimeParameters + [context.job.batchSize])
+            let candidates = try batch(context, select: statement, delete: queries.deletePosts,
+                                       parameters: queries.lifetimeParameters, progress: &progress) { rows in
+                rows.compactMap { $0.int64("id") }
             }
             if candidates < context.job.batchSize { break }
             guard try continueAfterFullBatch() else { break }
@@ -123,12 +124,14 @@ struct ExpireContent: Job {
         }
     }
 
-    /// One transaction: select and lock candidates, `lock` what their deadline depends
-    /// on (with the candidates as `$1`), delete those still due. When a cascade or the
-    /// lock meets a row the app holds, the batch is redone one row at a time and the
-    /// blocked rows wait for the next run. Returns how many candidates there were.
-    private func batch(_ context: JobContext, lock: String? = nil, delete: String, parameters: [any PostgresBindable],
-                       progress: inout Progress, select: (Connection) throws -> [Int64]) throws -> Int {
+    /// One transaction: `select` and lock candidates (sent with the transaction's start),
+    /// `lock` what their deadline depends on (with the candidates as `$1`), delete those
+    /// still due. When a cascade or the lock meets a row the app holds, the batch is
+    /// redone one row at a time and the blocked rows wait for the next run. Returns how
+    /// many candidates there were.
+    private func batch(_ context: JobContext, select: Connection.Statement, lock: String? = nil, delete: String,
+                       parameters: [any PostgresBindable], progress: inout Progress,
+                       candidatesIn: ([Row]) -> [Int64]) throws -> Int {
         var candidates: [Int64] = []
         let started = ContinuousClock.now
         let deleteStillDue = { (connection: Connection, ids: [Int64]) throws -> Deleted in
@@ -136,8 +139,8 @@ struct ExpireContent: Job {
             return try Deleted(connection.query(delete, parameters + [PostgresArray(ids)]).first)
         }
         do {
-            let deleted = try context.inBatch { connection in
-                candidates = try select(connection)
+            let deleted = try context.inBatch(first: select) { selected, connection in
+                candidates = candidatesIn(selected.rows)
                 guard !candidates.isEmpty else { return Deleted() }
                 return try deleteStillDue(connection, candidates)
             }

@@ -69,18 +69,37 @@ public final class JobContext: @unchecked Sendable {
     /// statement and `COMMIT` as one libpq pipeline. Returns the statement's result.
     public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
                         _ parameters: [any PostgresBindable]) throws -> QueryResult {
+        try rollingBackOnError {
+            try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout), .init(sql, parameters), .init("COMMIT")])[2]
+        }
+    }
+
+    /// A batch whose first statement goes in the same round trip as `BEGIN` and the
+    /// timeouts; `body` gets its result, may run more statements, and the batch commits
+    /// when it returns. A run with nothing to do then costs two round trips per batch.
+    public func inBatch<T>(lockTimeout: Duration? = nil, first: Connection.Statement,
+                           _ body: (QueryResult, Connection) throws -> T) throws -> T {
+        try rollingBackOnError {
+            let results = try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout), first])
+            let value = try body(results[2], connection)
+            try connection.query("COMMIT")
+            return value
+        }
+    }
+
+    /// The job's timeouts for the current transaction only (what `SET LOCAL` does),
+    /// as one parameterised statement that a pipeline can carry.
+    private func timeouts(_ lockTimeout: Duration?) -> Connection.Statement {
+        .init("""
+            SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
+                   set_config('idle_in_transaction_session_timeout', $3, true)
+            """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
+                  Self.milliseconds(job.statementTimeout * 2)])
+    }
+
+    private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
         do {
-            let results = try connection.pipeline([
-                .init("BEGIN"),
-                .init("""
-                    SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
-                           set_config('idle_in_transaction_session_timeout', $3, true)
-                    """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-                          Self.milliseconds(job.statementTimeout * 2)]),
-                .init(sql, parameters),
-                .init("COMMIT"),
-            ])
-            return results[2]
+            return try body()
         } catch {
             if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
             throw error
