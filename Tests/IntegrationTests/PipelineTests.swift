@@ -56,6 +56,14 @@ import Testing
         let inside = try context.inBatch(statement: "SELECT current_setting('lock_timeout') AS t", [])
         #expect(inside.first?["t"] == "1500ms")
         #expect(try connection.query("SHOW lock_timeout").first?[0] == "0", "the timeout outlived its transaction")
+        let settings = "SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l, "
+            + "current_setting('idle_in_transaction_session_timeout') AS i"
+        let closure = try context.inBatch { try $0.query(settings).first }
+        let first = try context.inBatch(first: .init(settings)) { result, _ in result.first }
+        for row in [closure, first] {
+            #expect(row?["s"] == "30s" && row?["l"] == "1500ms" && row?["i"] == "1min", "\(String(describing: row?.values))")
+        }
+        #expect(try connection.query(settings).first?.values == ["0", "0", "0"], "the timeouts outlived their transactions")
 
         try db.connection.query("CREATE TABLE held (x int)")
         try db.connection.query("INSERT INTO held VALUES (1)")

@@ -44,23 +44,14 @@ public final class JobContext: @unchecked Sendable {
     public var isShuttingDown: Bool { stopRequested() }
 
     /// Runs one batch in a short transaction with the job's timeouts set locally
-    /// (`lockTimeout` overrides the job's `lock_timeout` for this batch).
+    /// (`lockTimeout` overrides the job's `lock_timeout` for this batch). One round
+    /// trip opens the transaction and sets the timeouts.
     public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
-        // One round trip opens the transaction and sets the timeouts. The values are
-        // whole milliseconds formatted here from validated durations, not user text.
-        do {
-            try connection.execute(script: """
-            BEGIN;
-            SET LOCAL statement_timeout = '\(Self.milliseconds(job.statementTimeout))';
-            SET LOCAL lock_timeout = '\(Self.milliseconds(lockTimeout ?? job.lockTimeout))';
-            SET LOCAL idle_in_transaction_session_timeout = '\(Self.milliseconds(job.statementTimeout * 2))'
-            """)
+        try rollingBackOnError {
+            _ = try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout)])
             let value = try body(connection)
             try connection.query("COMMIT")
             return value
-        } catch {
-            if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
-            throw error
         }
     }
 
