@@ -73,8 +73,9 @@ public final class Daemon: @unchecked Sendable {
     var retiredConnections: Set<ObjectIdentifier> = []
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
     var states: [String: JobState] = [:]
-    /// Slots that came due while their job was running and no connection was free
-    /// to record them (low-footprint mode); recorded `skipped` as soon as one is.
+    /// Slots to record `skipped` (their job was running, or their run found no free
+    /// place): recorded as soon as a connection is free and the slot is due on the
+    /// database clock (low-footprint mode lends its only connection to runs).
     var pendingSkips: [(job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)] = []
     var runningCount = 0
     var lastWatchdog = ContinuousClock.now

@@ -122,9 +122,10 @@ public struct JobRunner: Sendable {
         }
     }
 
-    /// Records `slot` of `job` as `skipped` without running it: the slot came due
-    /// while this process was still running the job's previous run. Claims the
-    /// slot first, so a slot another instance already took leaves no trace.
+    /// Records `slot` of `job` as `skipped` without running it, for `reason` (the
+    /// job's previous run was still going here, or the run found no free place
+    /// before the next slot). Claims the slot first, so a slot another instance
+    /// already took leaves no trace.
     ///
     /// Unlike `run`, this never takes the job's lock: when the previous run ends
     /// between the slot coming due and this call, the slot is still one that
