@@ -226,18 +226,24 @@ import Testing
 
 /// The page sweep that takes over when much of a large table is due.
 @Suite struct ExpireContentSweepTests {
-    @Test("a large backlog is swept page range by page range; locked rows are skipped, the rest are exact")
-    func sweep() throws {
+    /// A fresh database whose posts `insert` adds (`$1`: an admin pack's id, so only posts expire), vacuumed.
+    static func database(posts insert: String) throws -> TestDatabase {
         let db = try TestDatabase()
         let admin = try db.connection.query("INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id")
             .first!.int64("id")!
+        try db.connection.query(insert, admin)
+        try db.connection.query("VACUUM ANALYZE posts")
+        return db
+    }
+
+    @Test("a large backlog is swept page range by page range; locked rows are skipped, the rest are exact")
+    func sweep() throws {
         // 150,000 posts: likes 0–149 and ages 0–72 h, so most are due and some wait on their likes.
-        try db.connection.query("""
+        let db = try Self.database(posts: """
             INSERT INTO posts (pack_id, likes, created_at, body)
             SELECT $1, g % 150, now() - (g % 4320) * interval '1 minute', repeat('post body ', 12)
             FROM generate_series(1, 150000) g
-            """, admin)
-        try db.connection.query("VACUUM ANALYZE posts")
+            """)
         let expected = try db.count("""
             SELECT count(*) FROM posts
             WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' <= now()
@@ -261,21 +267,16 @@ import Testing
         #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 1)
     }
 
-
     @Test("a backlog inside the popularity window (nothing past the maximum lifetime) is swept too")
     func sweepWithinWindow() throws {
-        let db = try TestDatabase()
-        let admin = try db.connection.query("INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id")
-            .first!.int64("id")!
         // Ages 30–46 h: with 0–19 likes (lifetime ≤ 28.6 h) all are due; every 20th post
         // has 100 likes (48 h) and is not.
-        try db.connection.query("""
+        let db = try Self.database(posts: """
             INSERT INTO posts (pack_id, likes, created_at, body)
             SELECT $1, CASE WHEN g % 20 = 0 THEN 100 ELSE g % 20 END,
                    now() - interval '30 hours' - (g % 960) * interval '1 minute', repeat('post body ', 12)
             FROM generate_series(1, 150000) g
-            """, admin)
-        try db.connection.query("VACUUM ANALYZE posts")
+            """)
         let stats = try db.runSucceeding("expire-content")
         #expect(stats["swept_pages"] > 0, "the sweep was not chosen: \(stats)")
         #expect(stats["posts_deleted"] == 142_500, "\(stats)")
@@ -284,12 +285,9 @@ import Testing
 
     @Test("a large table with little due stays on the index path, even after a full batch")
     func littleDueStaysOnIndex() throws {
-        let db = try TestDatabase()
-        let admin = try db.connection.query("INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id")
-            .first!.int64("id")!
         // 150,000 young posts and 1,500 due ones (more than one batch of 1,000), half
         // past the maximum lifetime and half due within the popularity window.
-        try db.connection.query("""
+        let db = try Self.database(posts: """
             INSERT INTO posts (pack_id, likes, created_at, body)
             SELECT $1::bigint, 0, now() - (g % 1200) * interval '1 minute', repeat('post body ', 12)
             FROM generate_series(1, 150000) g
@@ -297,8 +295,7 @@ import Testing
             SELECT $1::bigint, CASE WHEN g % 2 = 0 THEN 0 ELSE 10 END,
                    now() - CASE WHEN g % 2 = 0 THEN interval '50 hours' ELSE interval '27 hours' END - g * interval '1 second', ''
             FROM generate_series(1, 1500) g
-            """, admin)
-        try db.connection.query("VACUUM ANALYZE posts")
+            """)
         let stats = try db.runSucceeding("expire-content")
         #expect(!stats.counters.contains { $0.name == "swept_pages" }, "the sweep was chosen for 1% due: \(stats)")
         #expect(stats["posts_deleted"] == 1_500, "\(stats)")
