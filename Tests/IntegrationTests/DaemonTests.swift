@@ -608,16 +608,20 @@ import Glibc
 
     /// `VmRSS` of a process, in KiB.
     static func residentKiB(_ pid: pid_t) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-        return try #require(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) })
+        try statusValue(pid, "VmRSS")
     }
 
     /// Voluntary context switches of the process's main thread (the scheduler).
     static func voluntarySwitches(_ pid: pid_t) throws -> Int {
+        try statusValue(pid, "voluntary_ctxt_switches")
+    }
+
+    /// The number after `name:` in `/proc/PID/status` (a unit such as `kB` after it is ignored).
+    static func statusValue(_ pid: pid_t, _ name: String) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") })
-        return Int(line.split(separator: "\t").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "") ?? -1
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(name + ":") })
+        let value = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first
+        return try #require(value.flatMap { Int($0) }, "\(line)")
     }
 
     @Test("low-footprint: one job at a time on one connection, batch_pause between batches, no spinning while a job waits")

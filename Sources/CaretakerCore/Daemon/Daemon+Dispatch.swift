@@ -197,7 +197,7 @@ extension Daemon {
     /// Records the pending skipped slots that are due on the database clock; the rest wait.
     func recordPendingSkips(on connection: Connection) {
         var remaining = pendingSkips[...]
-        var notDue: [(job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)] = []
+        var notDue: [PendingSkip] = []
         while let skip = remaining.first {
             do {
                 _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: connection)

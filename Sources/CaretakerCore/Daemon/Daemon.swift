@@ -76,7 +76,8 @@ public final class Daemon: @unchecked Sendable {
     /// Slots to record `skipped` (their job was running, or their run found no free
     /// place): recorded as soon as a connection is free and the slot is due on the
     /// database clock (low-footprint mode lends its only connection to runs).
-    var pendingSkips: [(job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)] = []
+    var pendingSkips: [PendingSkip] = []
+    typealias PendingSkip = (job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)
     var runningCount = 0
     var lastWatchdog = ContinuousClock.now
     private var signalSources: [any DispatchSourceSignal] = []
