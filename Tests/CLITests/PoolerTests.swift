@@ -4,14 +4,19 @@ import Foundation
 import Testing
 
 /// `check`, `once` and `run` through a real PgBouncer, with caretaker its only client.
-@Suite struct PoolerTests {
+@Suite final class PoolerTests {
     let db: TestDatabase
+    /// The configuration and the mail files of one test.
     let directory: String
 
     init() throws {
         db = try TestDatabase()
-        directory = NSTemporaryDirectory() + "caretaker-pooler-\(db.name)"
+        directory = NSTemporaryDirectory() + "caretaker-pooler-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// A `jobs.toml` for the test database through `bouncer`; mail goes to files.
