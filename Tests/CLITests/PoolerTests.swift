@@ -20,15 +20,17 @@ import Testing
     }
 
     /// A `jobs.toml` for the test database through `bouncer`; mail goes to files.
-    func configuration(through bouncer: TestPgBouncer) throws -> (path: String, text: String) {
+    func configuration(through bouncer: TestPgBouncer, connectTimeout: String = "5s", extra: String = "") throws -> (path: String, text: String) {
         let text = """
             [database]
             url = "\(bouncer.conninfo(database: db.name))"
-            connect_timeout = "5s"
+            connect_timeout = "\(connectTimeout)"
 
             [mail]
             transport = "file"
             directory = "\(directory)/mail"
+
+            \(extra)
             """
         let path = directory + "/jobs.toml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -94,6 +96,35 @@ import Testing
         #expect(refusal.first?.contains("set pool_mode = session") == true)
         #expect(daemon.lines(containing: "msg=ready").isEmpty)
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0, "no job ran")
+    }
+
+    @Test("a pool too small for a second connection: check exits 1 saying it could not tell, after connect_timeout",
+          .timeLimit(.minutes(1)))
+    func checkCannotTell() throws {
+        let bouncer = try TestPgBouncer(poolMode: .session, poolSize: 1)
+        let (path, _) = try configuration(through: bouncer, connectTimeout: "2s")
+        let result = try Caretaker.run(["check", "--config", path])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let line = result.stdout.split(separator: "\n").first { $0.hasPrefix("session pooling") }
+        #expect(line?.contains("PROBLEM") == true, "\(result.stdout)")
+        #expect(line?.contains("could not tell whether a pooler shares server sessions between connections: "
+            + "a second connection got no answer: no answer from the server within 2 s") == true, "\(result.stdout)")
+    }
+
+    @Test("a pool too small for a second connection: run warns that it could not tell, and starts", .timeLimit(.minutes(2)))
+    func runStartsWhenItCannotTell() async throws {
+        let bouncer = try TestPgBouncer(poolMode: .session, poolSize: 1)
+        // No job may wait for the one server connection, which the daemon's own holds.
+        let jobs = try ConfigurationLoader.parse("", file: "none.toml").jobNames
+        let (path, _) = try configuration(through: bouncer, connectTimeout: "2s",
+                                          extra: jobs.map { "[jobs.\($0)]\nenabled = false\n" }.joined(separator: "\n"))
+        let daemon = try DaemonProcess(config: path)
+        let ready = await daemon.waitForLog(containing: "msg=ready", timeout: .seconds(60))
+        #expect(ready != nil, "\(daemon.logLines.joined(separator: "\n"))")
+        #expect(daemon.lines(containing: "level=warning", "could not tell whether a pooler shares server sessions").count == 1,
+                "\(daemon.logLines.joined(separator: "\n"))")
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: .seconds(60)) == 0)
     }
 
     @Test("session mode: run starts (no false alarm) and stops cleanly")

@@ -7,16 +7,17 @@ extension Daemon {
     /// not 69: the pooler does not change its mode by itself, so restarting
     /// cannot help (systemd's `RestartPreventExitStatus=78`).
     ///
-    /// True when it refuses (logged as an error). A probe that cannot finish is
-    /// logged as a warning and does not stop the start.
+    /// True when it refuses (logged as an error). A probe that cannot finish (the
+    /// second connection fails, or the first one breaks meanwhile) is logged as a
+    /// warning and does not stop the start.
     func refusesSharedSessions() -> Bool {
         guard let control else { return false }
         let verdict: PoolerCheck.Verdict
         do {
             verdict = try PoolerCheck.probe(control, connector: configuration.connector())
         } catch {
-            controlLost(error)
-            return false
+            verdict = .inconclusive(reason: "\(error)")
+            if !control.isHealthy { dropConnections() }
         }
         switch verdict {
         case .ownSessions:
