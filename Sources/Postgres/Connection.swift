@@ -120,6 +120,35 @@ public final class Connection: @unchecked Sendable {
         try query(sql, parameters)
     }
 
+    /// Runs one statement without parameters, giving up when no answer came within
+    /// `timeout` (a pooler can hold a statement in its queue far longer than any
+    /// server-side `statement_timeout` covers).
+    ///
+    /// - Important: after a timeout the statement is still pending on this
+    ///   connection, which is then good for nothing else: close it.
+    @discardableResult
+    public func query(_ sql: String, timeout: Duration) throws(PostgresError) -> QueryResult {
+        guard PQsendQuery(handle, sql) == 1 else { throw connectionError() }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            guard PQconsumeInput(handle) == 1 else { throw connectionError() }
+            if PQisBusy(handle) == 0 { break }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw PostgresError(kind: .connection, message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            if poll(&descriptor, 1, Int32(clamping: max(1, milliseconds))) < 0 && errno != EINTR {
+                throw PostgresError(kind: .connection, message: "poll failed while waiting for the server")
+            }
+        }
+        let result = PQgetResult(handle)
+        // A single statement ends with one NULL result; drain it so the connection is idle again.
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        return try consume(result)
+    }
+
     /// One statement of a `pipeline`: SQL with `$1…$n` and their values.
     public struct Statement {
         public var sql: String

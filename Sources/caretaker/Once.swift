@@ -29,10 +29,13 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 let selected = try select(from: configuration)
-                let (_, connection) = try common.connect(configuration)
+                let (connector, connection) = try common.connect(configuration)
+                let logger = Logger(label: "caretaker")
+                let pooler = try PoolerCheck.probe(connection, connector: connector)
+                if !pooler.keepsOwnSessions { logger.warning("\(pooler); running anyway") }
                 let runner = JobRunner(configuration: configuration,
                                        mail: try MailSetup.transport(for: selected, configuration: configuration),
-                                       logger: Logger(label: "caretaker"))
+                                       logger: logger)
                 return try runAll(selected, runner: runner, connection: connection)
             }
         }
