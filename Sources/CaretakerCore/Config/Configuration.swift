@@ -94,6 +94,9 @@ public struct JobConfiguration: Sendable {
     public var staleAfter: Duration?
     public var settings: JobSettings
 
+    /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).
+    public static let longestTimeout: Duration = .milliseconds(Int64(Int32.max))
+
     /// `stale_after`, or three periods of the schedule after `date`.
     public func staleness(after date: Date) -> Duration {
         staleAfter ?? schedule.period(after: date) * 3

@@ -86,11 +86,8 @@ public final class JobContext: @unchecked Sendable {
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
                    set_config('idle_in_transaction_session_timeout', $3, true)
             """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-                  Self.milliseconds(min(job.statementTimeout * 2, Self.longestTimeout))])
+                  Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))])
     }
-
-    /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).
-    public static let longestTimeout: Duration = .milliseconds(Int64(Int32.max))
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
         do {

@@ -58,7 +58,7 @@ public struct Migrator: Sendable {
     }
 
     private func apply(_ migration: Migration, on connection: Connection) throws {
-        let record = { () throws in
+        let record = { () throws -> Void in
             try connection.query(
                 "INSERT INTO caretaker.schema_migrations (version, name, app_schema) VALUES ($1, $2, $3)",
                 migration.version, migration.name, appSchema)
