@@ -152,8 +152,8 @@ struct ExpireContent: Job {
         } catch let error as PostgresError where error.isRowLevel && !candidates.isEmpty {
             context.logger.debug("a row refused the batch; retrying it row by row",
                                  metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
-            try context.oneByOne(candidates, counter: blockedCounter) { connection, id in
-                progress.record(try deleteStillDue(connection, [id]), batch: nil)
+            for deleted in try context.oneByOne(candidates, counter: blockedCounter, { try deleteStillDue($0, [$1]) }) {
+                progress.record(deleted, batch: nil)
             }
         }
         return candidates.count
@@ -249,10 +249,10 @@ struct ExpireContent: Job {
             context.logger.debug("a row refused the page range; retrying it row by row",
                                  metadata: ["first_page": "\(first)", "error": "\(error)"])
             let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap { $0.int64("id") }
-            try context.oneByOne(due, counter: "posts_blocked") { connection, id in
-                let row = try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first
-                progress.record(Deleted(row), batch: nil)
+            let deleted = try context.oneByOne(due, counter: "posts_blocked") { connection, id in
+                Deleted(try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
             }
+            for one in deleted { progress.record(one, batch: nil) }
             return true
         }
     }

@@ -109,17 +109,20 @@ public final class JobContext: @unchecked Sendable {
     }
 
     /// Runs `change` for each of `ids` in a transaction of its own, after a batch of
-    /// them failed on a row-level cause: a row that fails again is counted under
-    /// `counter` and left for the next run, the others go ahead.
-    public func oneByOne<ID: CustomStringConvertible>(_ ids: [ID], counter: String,
-                                                      _ change: (Connection, ID) throws -> Void) throws {
+    /// them failed on a row-level cause: a row that fails again (the commit
+    /// included) is counted under `counter` and left for the next run, the others
+    /// go ahead. Returns what `change` returned for the rows that committed.
+    public func oneByOne<ID: CustomStringConvertible, Result>(_ ids: [ID], counter: String,
+                                                              _ change: (Connection, ID) throws -> Result) throws -> [Result] {
+        var committed: [Result] = []
         for id in ids where !shouldStop {
             do {
-                try inBatch { try change($0, id) }
+                committed.append(try inBatch { try change($0, id) })
             } catch let error as PostgresError where error.isRowLevel {
                 block(counter, id: id, error)
             }
         }
+        return committed
     }
 
     /// The ids counted under `counter` so far, as an array parameter for a query to
@@ -157,19 +160,21 @@ public final class JobContext: @unchecked Sendable {
 
 /// Rows a run skipped because the app refused them, by counter, with their causes.
 public struct BlockedRows: Sendable {
-    /// How many ids the warning names per counter.
+    /// How many ids the warning names per counter, and how many distinct causes.
     static let sampleSize = 5
+    static let causesShown = 3
     private var ids: [(counter: String, ids: [String])] = []
     private var seen: Set<String> = []
     private var causeTexts: [String] = []
+    private var moreCauses = false
 
     public var isEmpty: Bool { ids.isEmpty }
 
     /// `[("posts_blocked", 2)]`, in the order first seen; each id counts once per run.
     public var counts: [(String, Int)] { ids.map { ($0.counter, $0.ids.count) } }
 
-    /// `reports_post_id_fkey (SQLSTATE 23503); …`: each distinct cause once.
-    public var causes: String { causeTexts.joined(separator: "; ") }
+    /// `constraint reports_post_id_fkey (SQLSTATE 23503); …`: the first few distinct causes.
+    public var causes: String { causeTexts.joined(separator: "; ") + (moreCauses ? "; …" : "") }
 
     /// `posts 17, 18; packs 3`: the first few ids of each counter.
     public var sampleIDs: String {
@@ -192,7 +197,8 @@ public struct BlockedRows: Sendable {
             ids.append((counter, [id]))
         }
         let cause = Self.describe(error)
-        if !causeTexts.contains(cause) { causeTexts.append(cause) }
+        guard !causeTexts.contains(cause) else { return }
+        if causeTexts.count < Self.causesShown { causeTexts.append(cause) } else { moreCauses = true }
     }
 
     /// The constraint's name when there is one, else the server's message (a

@@ -39,12 +39,13 @@ struct LogoutInactive: Job {
                     try connection.query(Self.idleSessions(schema: s), parameters).rows.compactMap { $0["id"] }
                 }
                 handled = idle.count
-                try context.oneByOne(idle, counter: "sessions_blocked") { connection, id in
-                    stats.add("sessions_revoked", try connection.query("""
+                let revoked = try context.oneByOne(idle, counter: "sessions_blocked") { connection, id in
+                    try connection.query("""
                         UPDATE \(s).sessions SET revoked_at = now(), revoked_reason = 'inactivity'
                         WHERE id = $2 AND revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond'
-                        """, timeout, id).affectedRows)
+                        """, timeout, id).affectedRows
                 }
+                stats.add("sessions_revoked", revoked.reduce(0, +))
             }
             if handled < context.job.batchSize { break }
             context.pauseBetweenBatches()

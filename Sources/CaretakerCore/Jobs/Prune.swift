@@ -57,11 +57,12 @@ struct Prune: Job {
                         try connection.query(candidates, parameters).rows.compactMap { $0["key"] }
                     }
                     handled = keys.count
-                    try context.oneByOne(keys, counter: blockedCounter) { connection, key in
-                        stats.add(target.counter, try connection.query("""
+                    let deleted = try context.oneByOne(keys, counter: blockedCounter) { connection, key in
+                        try connection.query("""
                             DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
-                            """, target.keep.microseconds, key).affectedRows)
+                            """, target.keep.microseconds, key).affectedRows
                     }
+                    stats.add(target.counter, deleted.reduce(0, +))
                 }
                 if handled < context.job.batchSize { break }
                 context.pauseBetweenBatches()

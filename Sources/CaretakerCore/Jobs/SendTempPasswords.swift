@@ -108,9 +108,10 @@ private final class TempPasswordPass {
                 // An account the app protects (a trigger, a lock): the batch again, one account at a time.
                 let users = try context.inBatch { try $0.query(sql.expiredUsers, parameters).rows.compactMap { $0.int64("id") } }
                 handled = users.count
-                try context.oneByOne(users, counter: "temp_passwords_blocked") { connection, id in
-                    stats.add("temp_passwords_cleared", try connection.query(sql.clearExpiredOne, id).affectedRows)
+                let cleared = try context.oneByOne(users, counter: "temp_passwords_blocked") { connection, id in
+                    try connection.query(sql.clearExpiredOne, id).affectedRows
                 }
+                stats.add("temp_passwords_cleared", cleared.reduce(0, +))
             }
             if handled < context.job.batchSize { break }
             context.pauseBetweenBatches()
