@@ -111,6 +111,50 @@ import Testing
         #expect(warnings(output).first?.contains("SQLSTATE \(sqlState)") == true, "\(output.lines)")
     }
 
+    @Test("a real deadlock with the app (it likes a post, then joins the post's pack) fails nothing: the pack is retried")
+    func realDeadlock() async throws {
+        let pack = try db.connection.query("INSERT INTO packs (name, created_at) VALUES ('p', now() - interval '3 days') RETURNING id")
+            .first!.int64("id")!
+        let post = try posts(1, in: pack, age: "1 hour")[0]
+        let user = try db.connection.query("INSERT INTO users (email, password_hash) VALUES ('u@example.org', 'h') RETURNING id")
+            .first!.int64("id")!
+        // caretaker's session checks for the deadlock (after 3 s) long before the app's would.
+        try db.connection.query("SELECT set_config('deadlock_timeout', '3s', false)")
+        try db.connection.execute(script: "ALTER DATABASE \(quoteIdentifier(db.name)) SET deadlock_timeout = '3s'")
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.execute(script: "SET deadlock_timeout = '60s'")
+        try app.query("BEGIN")
+        try app.query("UPDATE posts SET likes = likes + 1 WHERE id = $1", post)
+        let database = db
+        let run = Task.detached { try database.run("expire-content", "[jobs.expire-content]\nlock_timeout = \"30s\"\n") }
+        // caretaker holds the pack and waits for the liked post.
+        var waiting = false
+        for _ in 0..<300 where !waiting {
+            waiting = try db.count("""
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = $1 AND application_name = 'caretaker/expire-content' AND wait_event_type = 'Lock'
+                """, db.name) == 1
+            if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(waiting, "caretaker never waited for the app's post")
+        // Joining the pack needs a share lock on the pack caretaker holds: a deadlock, and caretaker's session is its victim.
+        try app.query("INSERT INTO pack_members (pack_id, user_id) VALUES ($1, $2)", pack, user)
+        try app.query("COMMIT")
+        guard case .finished(_, .succeeded, let stats, _) = try await run.value else {
+            Issue.record("the deadlock failed the run: \(try await run.value)")
+            return
+        }
+        #expect(stats["packs_deleted"] == 1, "\(stats)")
+        #expect(try db.count("SELECT count(*) FROM packs") == 0)
+        // The server did break a deadlock (its statistics arrive within a second or so).
+        var deadlocks = 0
+        for _ in 0..<100 where deadlocks == 0 {
+            deadlocks = try db.count("SELECT deadlocks FROM pg_stat_database WHERE datname = $1", db.name)
+            if deadlocks == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(deadlocks == 1, "no deadlock happened: the test did not test anything")
+    }
+
     @Test("any other error still fails the run, and so does a missing table")
     func otherErrorsFail() throws {
         let admin = try adminPack()
