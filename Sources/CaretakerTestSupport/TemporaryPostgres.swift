@@ -28,7 +28,7 @@ public final class TemporaryPostgres: Sendable {
         try runAsOwner([binDirectory + "/initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust",
                         "-E", "UTF8", "--no-sync"], log: "initdb.log")
         try start()
-        try startWatcher(dataDirectory: directory + "/data", removing: directory)
+        try startWatcher()
     }
 
     /// The libpq conninfo for `database`.
@@ -55,11 +55,14 @@ public final class TemporaryPostgres: Sendable {
 
     // MARK: A streaming standby
 
+    /// Where the standby lives, inside `directory` (the watcher stops it first).
+    private var standbyPath: String { directory + "/standby" }
+
     /// The socket directory of a hot standby streaming from this cluster, started on
     /// first use (`pg_basebackup -R`: `standby.signal` and `primary_conninfo`) and
     /// stopped when the test process exits.
     public func standbyDirectory() throws -> String {
-        let standby = directory + "/standby"
+        let standby = standbyPath
         try standbyLock.withLock { started in
             guard !started else { return }
             try runAsOwner(["/bin/mkdir", "-p", standby], log: "mkdir.log")
@@ -67,7 +70,6 @@ public final class TemporaryPostgres: Sendable {
                             "-D", standby + "/data", "-R", "-X", "stream", "-c", "fast", "--no-sync"], log: "pg_basebackup.log")
             try runAsOwner([binDirectory + "/pg_ctl", "-D", standby + "/data", "-l", standby + "/server.log",
                             "-o", Self.serverOptions(socketDirectory: standby), "-w", "start"], log: "pg_ctl-standby.log")
-            try startWatcher(dataDirectory: standby + "/data", removing: nil)
             started = true
         }
         return standby
@@ -162,14 +164,13 @@ public final class TemporaryPostgres: Sendable {
         }
     }
 
-    /// A detached shell that waits for this process to exit, then stops the server
-    /// of `dataDirectory` and removes `removing`.
-    private func startWatcher(dataDirectory: String, removing: String?) throws {
-        let stop = Self.isRoot
-            ? "runuser -u postgres -- \(binDirectory)/pg_ctl -D \(dataDirectory) -m immediate -w stop"
-            : "\(binDirectory)/pg_ctl -D \(dataDirectory) -m immediate -w stop"
-        let remove = removing.map { "; rm -rf \($0)" } ?? ""
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1\(remove)"
+    /// A detached shell that waits for this process to exit, then stops the standby
+    /// (if one was started) and the server, and removes the directory.
+    private func startWatcher() throws {
+        let pgCtl = (Self.isRoot ? "runuser -u postgres -- " : "") + binDirectory + "/pg_ctl"
+        let stop = "{ [ ! -d \(standbyPath)/data ] || \(pgCtl) -D \(standbyPath)/data -m immediate -w stop; "
+            + "\(pgCtl) -D \(directory)/data -m immediate -w stop; }"
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(directory)"
         _ = try ChildProcess.spawn(["/bin/sh", "-c", script], newSession: true)
     }
 }
