@@ -26,6 +26,10 @@ extension Caretaker {
                 var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
                 let (connector, connection) = try common.connect(configuration)
                 findings.append(Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
+                if try DatabaseRole.isStandby(connection) {
+                    findings.append(Finding(check: "database role", ok: false,
+                                            detail: "\(DatabaseRole.standbyMessage): \(DatabaseRole.standbyAdvice)"))
+                }
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 findings.append(Finding(check: "session pooling", ok: pooler.keepsOwnSessions, detail: "\(pooler)"))
                 let schemaFindings = try schema(connection, configuration: configuration)
