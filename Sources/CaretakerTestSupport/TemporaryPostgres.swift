@@ -35,6 +35,16 @@ public final class TemporaryPostgres: Sendable {
         "host=\(directory) port=5432 user=postgres dbname=\(database)"
     }
 
+    /// The restricted role the built-in jobs run as in tests: it holds only what
+    /// `RuntimeGrants` gives it (in the template, so in every migrated test database).
+    /// The quote and the space in its name exercise identifier quoting.
+    public static let workerRole = #"caretaker "worker""#
+
+    /// The libpq conninfo for `database` as `workerRole`.
+    public func workerConninfo(database: String) -> String {
+        "host=\(directory) port=5432 user='\(Self.workerRole)' dbname=\(database)"
+    }
+
     /// Connects to `database` as the superuser.
     public func connect(database: String = "postgres") throws -> Connection {
         try Connection(.init(conninfo: conninfo(database: database), applicationName: "caretaker-tests"))
@@ -75,6 +85,9 @@ public final class TemporaryPostgres: Sendable {
             let template = try connect(database: "caretaker_template")
             try Migrator(appSchema: "public").migrate(on: template)
             try template.query("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+            try admin.query("CREATE ROLE \(quoteIdentifier(Self.workerRole)) LOGIN")
+            let defaults = try ConfigurationLoader.parse("", file: "defaults")
+            try RuntimeGrants(appSchema: "public", jobs: defaults.jobs).apply(role: Self.workerRole, on: template)
             ready = true
         }
     }
