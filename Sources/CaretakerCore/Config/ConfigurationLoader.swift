@@ -102,6 +102,7 @@ public enum ConfigurationLoader {
         options.starttls = try table.bool("starttls", default: false)
         options.username = try table.string("username", default: "")
         options.passwordFile = try table.string("password_file", default: "")
+        options.caFile = try table.string("ca_file", default: "")
         options.from = try table.string("from", default: options.from)
         if options.from.isEmpty || options.from.contains(where: { $0 == "\r" || $0 == "\n" }) {
             throw table.error("from", "must be one address such as \"Community <no-reply@example.org>\"")
