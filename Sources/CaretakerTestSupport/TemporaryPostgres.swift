@@ -42,6 +42,7 @@ public final class TemporaryPostgres: Sendable {
                         "-E", "UTF8", "--no-sync"], log: "initdb.log")
         try start()
         try startWatcher()
+        try connect().query("CREATE ROLE \(quoteIdentifier(Self.workerRole)) LOGIN")
     }
 
     /// The libpq conninfo for `database`.
@@ -105,7 +106,6 @@ public final class TemporaryPostgres: Sendable {
             let template = try connect(database: "caretaker_template")
             try Migrator(appSchema: "public").migrate(on: template)
             try template.query("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-            try admin.query("CREATE ROLE \(quoteIdentifier(Self.workerRole)) LOGIN")
             let defaults = try ConfigurationLoader.parse("", file: "defaults")
             try RuntimeGrants(appSchema: "public", jobs: defaults.jobs).apply(role: Self.workerRole, on: template)
             ready = true
