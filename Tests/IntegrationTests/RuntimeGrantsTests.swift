@@ -42,6 +42,8 @@ import Testing
         #expect(try has("UPDATE", "users", "email") == false)
         #expect(try has("UPDATE", "users", "password_hash") == false)
         #expect(try has("UPDATE", "users", "deleted_at") == false)
+        #expect(try has("UPDATE", "users", "id") == false)  // the temporary-password columns suffice to lock
+        #expect(try has("UPDATE", "posts", "id") == true)   // to lock posts it deletes
         #expect(try has("UPDATE", "posts", "likes") == false)
         #expect(try has("UPDATE", "sessions", "last_seen_at") == false)
         #expect(try has("SELECT", "posts", "body") == false)
@@ -59,6 +61,22 @@ import Testing
         #expect(try has("SELECT", "app_secrets") == false)
         #expect(try has("SELECT", "caretaker.schema_migrations", "version") == true)
         #expect(try has("DELETE", "caretaker.schema_migrations") == false)
+    }
+
+    @Test("leader-succession alone: it locks the new leader's user row with UPDATE on users.id only")
+    func leaderSuccessionAlone() throws {
+        let db = try TestDatabase()
+        let others = ["expire-content", "logout-inactive", "send-temp-passwords", "prune"]
+        try db.grantWorker(others.map { "[jobs.\($0)]\nenabled = false\n" }.joined())
+        #expect(try db.count("SELECT has_column_privilege($1, 'users', 'id', 'UPDATE')::int", Self.worker) == 1)
+        #expect(try db.count("SELECT has_column_privilege($1, 'users', 'temp_password_hash', 'UPDATE')::int", Self.worker) == 0)
+        try db.connection.execute(script: """
+            INSERT INTO users (email, password_hash) VALUES ('a@example.org', 'x'), ('b@example.org', 'x');
+            INSERT INTO communities (name) VALUES ('c');
+            INSERT INTO community_members (community_id, user_id) SELECT c.id, u.id FROM communities c, users u;
+            """)
+        let stats = try db.runSucceeding("leader-succession")
+        #expect(stats["leaders_appointed"] == 1)
     }
 
     @Test("granting again after a job is disabled takes its rights away")

@@ -9,8 +9,8 @@ import Postgres
 /// Operator SQL jobs get nothing here: their grants are the operator's (README).
 ///
 /// PostgreSQL lets a role lock rows (`FOR UPDATE`, `FOR SHARE`) only with UPDATE on at
-/// least one column of the table. Where a job locks rows it does not update, the role
-/// gets UPDATE on the table's first key column, the one the app's foreign keys guard.
+/// least one column of the table. Where the jobs lock rows of a table they update no
+/// column of, the role gets UPDATE on its first key column, which the app's foreign keys guard.
 public struct RuntimeGrants: Sendable {
     /// What the role may do on one table; column lists are unquoted names.
     public struct TablePrivileges: Sendable, Equatable {
@@ -18,6 +18,9 @@ public struct RuntimeGrants: Sendable {
         public var update: Set<String> = []
         public var insert: Set<String> = []
         public var delete = false
+        /// The job locks rows (`FOR UPDATE`/`FOR SHARE`): without other UPDATE columns,
+        /// the role gets UPDATE on this key column, which PostgreSQL requires for locking.
+        public var lockColumn: String?
         /// Whole-table SELECT/INSERT/UPDATE (caretaker's own tables).
         public var allColumns = false
     }
@@ -70,9 +73,9 @@ public struct RuntimeGrants: Sendable {
         switch settings {
         case .expireContent:
             return [
-                "packs": TablePrivileges(select: ["id", "created_at", "is_admin"], update: ["id"], delete: true),
+                "packs": TablePrivileges(select: ["id", "created_at", "is_admin"], delete: true, lockColumn: "id"),
                 "pack_members": TablePrivileges(select: ["pack_id"]),
-                "posts": TablePrivileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], update: ["id"], delete: true),
+                "posts": TablePrivileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
             ]
         case .logoutInactive:
             return ["sessions": TablePrivileges(select: ["id", "last_seen_at", "revoked_at"],
@@ -92,8 +95,8 @@ public struct RuntimeGrants: Sendable {
                 "communities": TablePrivileges(select: ["id", "leader_id", "successor_id", "archived_at"],
                                                update: ["leader_id", "successor_id", "archived_at"]),
                 "community_members": TablePrivileges(select: ["community_id", "user_id", "joined_at"],
-                                                     update: ["community_id"]),
-                "users": TablePrivileges(select: ["id", "deleted_at", "created_at"], update: ["id"]),
+                                                     lockColumn: "community_id"),
+                "users": TablePrivileges(select: ["id", "deleted_at", "created_at"], lockColumn: "id"),
                 "sessions": TablePrivileges(select: ["user_id", "last_seen_at"]),
                 "community_leader_changes": TablePrivileges(
                     insert: ["community_id", "previous_leader_id", "new_leader_id", "reason", "chosen_by", "run_id"]),
@@ -159,6 +162,7 @@ extension RuntimeGrants.TablePrivileges {
         update.formUnion(other.update)
         insert.formUnion(other.insert)
         delete = delete || other.delete
+        lockColumn = lockColumn ?? other.lockColumn
         allColumns = allColumns || other.allColumns
     }
 
@@ -169,6 +173,7 @@ extension RuntimeGrants.TablePrivileges {
         var parts: [String] = []
         if !select.isEmpty { parts.append("SELECT (\(columns(select)))") }
         if !insert.isEmpty { parts.append("INSERT (\(columns(insert)))") }
+        let update = self.update.isEmpty ? Set([lockColumn].compactMap { $0 }) : self.update
         if !update.isEmpty { parts.append("UPDATE (\(columns(update)))") }
         if delete { parts.append("DELETE") }
         return parts.joined(separator: ", ")
