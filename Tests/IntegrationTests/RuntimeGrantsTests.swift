@@ -1,5 +1,6 @@
 import CaretakerCore
 import CaretakerTestSupport
+import Foundation
 import Logging
 import Postgres
 import Testing
@@ -25,6 +26,29 @@ import Testing
         #expect(error?.contains("permission denied") == true, "\(error ?? "")")
         try db.grantWorker(mail)
         _ = try db.runSucceeding(job, mail)
+    }
+
+    @Test("the daemon as the restricted role: slot claims, LISTEN and every built-in job's scheduled run succeed")
+    func daemonAsWorker() async throws {
+        let db = try TestDatabase()
+        let spool = NSTemporaryDirectory() + "caretaker-spool-\(db.name)"
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: spool) }
+        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(of: "\"", with: "\\\"")
+        let path = spool + "/jobs.toml"
+        try ("[database]\nurl = \"\(conninfo)\"\n[mail]\ntransport = \"file\"\ndirectory = \"\(spool)\"\n"
+            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\n" }.joined())
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(config: path)
+        for job in Self.builtInJobs {
+            #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=\(job)", timeout: .seconds(30)) != nil,
+                    "\(job): \(daemon.log)")
+        }
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: .seconds(30)) == 0, "\(daemon.log)")
+        #expect(daemon.lines(containing: "permission denied").isEmpty, "\(daemon.log)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'failed'") == 0)
+        #expect(try db.count("SELECT count(DISTINCT job) FROM caretaker.job_runs WHERE status = 'succeeded'") == 5)
     }
 
     @Test("the role can read no password hash, change no key column the jobs do not lock, and truncate, insert or delete nothing else")
