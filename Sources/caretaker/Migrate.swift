@@ -54,7 +54,9 @@ extension Caretaker {
             } catch let error as GrantError {
                 throw Failure(.usage, error.description)
             }
-            print("granted \(role) what \(grants.jobs.joined(separator: ", ")) need; operator SQL jobs need grants of their own")
+            let scope = grants.jobs.isEmpty ? "on caretaker's tables (no built-in job is enabled)"
+                : "for " + grants.jobs.joined(separator: ", ")
+            print("granted \(role) its rights \(scope); operator SQL jobs need grants of their own")
         }
     }
 }

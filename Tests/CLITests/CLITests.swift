@@ -133,7 +133,7 @@ import Testing
         try db.connection.execute(script: "REVOKE ALL ON public.sessions FROM \(quoteIdentifier(worker))")
         let granted = try Caretaker.run(["migrate", "--grant", worker, "--config", path])
         #expect(granted.status == 0, "\(granted.stderr)")
-        #expect(granted.stdout.contains("granted \(worker) what expire-content, logout-inactive"), "\(granted.stdout)")
+        #expect(granted.stdout.contains("granted \(worker) its rights for expire-content, logout-inactive"), "\(granted.stdout)")
         #expect(try db.count("SELECT has_column_privilege($1, 'sessions', 'revoked_at', 'UPDATE')::int", worker) == 1)
     }
 
