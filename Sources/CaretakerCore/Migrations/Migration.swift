@@ -13,6 +13,7 @@ public struct Migration: Sendable {
         .referenceAppSchema,
         .notifyTriggers,
         .expiryIndexes,
+        .deadlineTrigger,
     ]
 
     /// The SQL with the app schema substituted.
