@@ -75,15 +75,15 @@ struct SchedulerTests {
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
         let now = Self.at("2026-01-01T10:02:00Z")
         // Down from 09:00 (its last claimed slot): slots 09:05 … 10:00; 10:00 is caught up.
-        let missed = scheduler.catchUp(a, lookedAfterUntil: Self.at("2026-01-01T09:00:00Z"), now: now)
+        let missed = scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:00:00Z"), installedAt: .distantPast, now: now)
         #expect(missed == .init(count: 11, first: Self.at("2026-01-01T09:05:00Z"), last: Self.at("2026-01-01T09:55:00Z")))
         // A year down, every second: still one run.
         let yearAgo = Self.at("2025-01-01T10:02:00Z")
-        let missedEverySecond = scheduler.catchUp(b, lookedAfterUntil: yearAgo, now: now)
+        let missedEverySecond = scheduler.catchUp(b, lastLookedAfter: yearAgo, installedAt: .distantPast, now: now)
         #expect(missedEverySecond?.count == 365 * 86_400 - 1)
         #expect(missedEverySecond?.last == now.addingTimeInterval(-1))
         // Without catch_up the latest slot is missed too, and nothing runs.
-        let missedWithout = scheduler.catchUp(c, lookedAfterUntil: Self.at("2025-12-01T10:00:00Z"), now: now)
+        let missedWithout = scheduler.catchUp(c, lastLookedAfter: Self.at("2025-12-01T10:00:00Z"), installedAt: .distantPast, now: now)
         #expect(missedWithout?.count == 31 * 24 * 12)
         #expect(missedWithout?.last == Self.at("2026-01-01T10:00:00Z"))
         let actions = scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)
@@ -96,10 +96,18 @@ struct SchedulerTests {
         let jobs = try Self.jobs(Self.sqlJob("a", "*/5 * * * *"))
         let a = try Self.job("a", jobs)
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
-        #expect(scheduler.catchUp(a, lookedAfterUntil: Self.at("2026-01-01T10:00:00Z"), now: Self.at("2026-01-01T10:02:00Z")) == nil)
+        let now = Self.at("2026-01-01T10:02:00Z")
+        #expect(scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T10:00:00Z"), installedAt: .distantPast, now: now) == nil)
         #expect(Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true)).isEmpty)
-        #expect(scheduler.catchUp(a, lookedAfterUntil: Self.at("2026-01-01T09:55:00Z"), now: Self.at("2026-01-01T10:02:00Z")) == nil)
-        #expect(Self.describe(Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true)))
+        #expect(scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:55:00Z"), installedAt: .distantPast, now: now) == nil)
+        #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
+            == ["a catch-up 2026-01-01T10:00:00Z 1"])
+        // Never ran: caught up when the schema was installed before the slot, with nothing to summarise.
+        var fresh = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
+        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2026-01-01T10:01:00Z"), now: now) == nil)
+        #expect(fresh.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
+        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2025-01-01T00:00:00Z"), now: now) == nil)
+        #expect(Self.describe(Self.starts(fresh.dispatch(now: now, freePlaces: .max, canRecord: true)))
             == ["a catch-up 2026-01-01T10:00:00Z 1"])
     }
 

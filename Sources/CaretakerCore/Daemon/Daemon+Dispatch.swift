@@ -17,8 +17,9 @@ extension Daemon {
         guard let control = pool.ensureControl() else { return }
         for job in scheduler.jobs {
             do {
-                guard let lookedAfterUntil = try lastLookedAfter(job, on: control),
-                      let missed = scheduler.catchUp(job, lookedAfterUntil: lookedAfterUntil, now: clock.now) else { continue }
+                let (lastLookedAfter, installedAt) = try history(of: job, on: control)
+                guard let missed = scheduler.catchUp(job, lastLookedAfter: lastLookedAfter, installedAt: installedAt,
+                                                     now: clock.now) else { continue }
                 if try runner.recordMissedSlots(job: job, first: missed.first, last: missed.last, count: missed.count,
                                                 on: control) {
                     logger.warning("slots missed while no worker ran", metadata: [
@@ -31,14 +32,17 @@ extension Daemon {
         }
     }
 
-    /// Until when some worker looked after `job`: its latest claimed slot, or (never
-    /// claimed) when caretaker's schema was installed.
-    private func lastLookedAfter(_ job: JobConfiguration, on connection: Connection) throws -> Date? {
-        try connection.query("""
-            SELECT extract(epoch FROM coalesce(
+    /// Until when some worker looked after `job` (its latest claimed slot, or its
+    /// latest run's slot or start; nil when it never ran), and when caretaker's schema was installed.
+    private func history(of job: JobConfiguration, on connection: Connection) throws -> (Date?, Date) {
+        let row = try connection.query("""
+            SELECT extract(epoch FROM greatest(
                        (SELECT max(slot) FROM caretaker.job_slots WHERE job = $1),
-                       (SELECT min(applied_at) FROM caretaker.schema_migrations)))::float8 AS since
-            """, job.name).first?.double("since").map { Date(timeIntervalSince1970: $0) }
+                       (SELECT max(coalesce(slot, started_at)) FROM caretaker.job_runs WHERE job = $1)))::float8 AS looked_after,
+                   extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
+            """, job.name).first
+        return (row?.double("looked_after").map { Date(timeIntervalSince1970: $0) },
+                Date(timeIntervalSince1970: row?.double("installed") ?? 0))
     }
 
     // MARK: Dispatch

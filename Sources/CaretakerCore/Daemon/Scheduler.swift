@@ -74,16 +74,21 @@ struct Scheduler {
     // MARK: Start-up
 
     /// After downtime: at most one catch-up run (for the most recent slot, when
-    /// `catch_up` is on) and the other slots since `lookedAfterUntil` (the job's last
-    /// claimed slot, or when caretaker's schema was installed) as one summary to record.
-    mutating func catchUp(_ job: JobConfiguration, lookedAfterUntil: Date, now: Date) -> MissedSlots? {
-        guard let latest = job.schedule.previousDate(atOrBefore: now), latest > lookedAfterUntil else { return nil }
+    /// `catch_up` is on and no worker looked after that slot), and the other slots
+    /// since `lastLookedAfter` (the job's latest claimed slot or run) as one summary
+    /// to record. A job that never ran has nothing to summarise: its catch-up counts
+    /// from `installedAt`, when caretaker's schema was installed.
+    mutating func catchUp(_ job: JobConfiguration, lastLookedAfter: Date?, installedAt: Date, now: Date) -> MissedSlots? {
+        guard let latest = job.schedule.previousDate(atOrBefore: now), latest > (lastLookedAfter ?? installedAt) else {
+            return nil
+        }
         if job.catchUp {
             states[job.name]?.queued = JobRunner.Request(job: job, trigger: .catchUp, slot: latest)
         }
+        guard let lastLookedAfter else { return nil }
         // The catch-up run's own slot is not missed.
         let through = job.catchUp ? latest.addingTimeInterval(-0.001) : latest
-        return Self.slots(of: job.schedule, after: lookedAfterUntil, through: through)
+        return Self.slots(of: job.schedule, after: lastLookedAfter, through: through)
     }
 
     /// Counts the slots in `(after, through]`; nil when there are none.
