@@ -213,9 +213,7 @@ final class ConnectionPool {
     }
 
     /// Cancels the statements of every running job (the shutdown grace runs out).
-    func cancelBusy() -> Int {
-        let connections = busy.withLock { Array($0.values) }
-        connections.forEach { $0.cancel() }
-        return connections.count
+    func cancelBusy() {
+        busy.withLock { Array($0.values) }.forEach { $0.cancel() }
     }
 }

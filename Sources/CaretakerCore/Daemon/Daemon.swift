@@ -166,9 +166,11 @@ public final class Daemon: @unchecked Sendable {
         let cancelAt = grace - min(grace / 10, .seconds(2))
         DispatchQueue.global().asyncAfter(deadline: .now() + cancelAt.seconds) { [weak self] in
             guard let self else { return }
-            if self.pool.runningConnections > 0 {
-                let cancelled = self.pool.cancelBusy()
-                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(cancelled)"])
+            let running = self.pool.runningConnections
+            if running > 0 {
+                // Logged first: once cancelled, the runs end and the process may exit at once.
+                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
+                self.pool.cancelBusy()
             }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
