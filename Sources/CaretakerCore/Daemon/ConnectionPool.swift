@@ -156,7 +156,7 @@ final class ConnectionPool {
         retired.formUnion(busy.withLock { Set($0.keys) })
     }
 
-    /// Low-footprint mode: closes the idle connection (`far`: the next run is more than `idle_disconnect` away).
+    /// Low-footprint mode: closes the idle connection (the caller found the next run more than `idle_disconnect` away).
     func closeIdleControl() {
         guard lowFootprint, control != nil else { return }
         control = nil
