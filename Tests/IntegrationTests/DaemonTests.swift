@@ -505,7 +505,7 @@ import Glibc
         let locker = try TemporaryPostgres.shared.connect(database: db.name)
         try locker.query("BEGIN")
         try locker.query("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
-        let daemon = try await Self.started(config)
+        let daemon = try DaemonProcess(config: config)
         try #require(try await Self.eventually(timeout: .seconds(4)) {
             try db.count("""
                 SELECT count(*) FROM pg_stat_activity
