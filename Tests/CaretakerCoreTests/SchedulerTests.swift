@@ -226,20 +226,20 @@ struct SchedulerTests {
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
         #expect(scheduler.deadlinesToAsk(now: start).map(\.name) == ["logout-inactive"])
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: 30, now: start)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 30), now: start)
         #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
         let check = try #require(scheduler.states["logout-inactive"]?.deadlineCheck)
         #expect(abs(check.timeIntervalSince(start) - 30.05) < 0.001)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: 0, now: check)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
         let run = Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true))
         #expect(Self.describe(run) == ["logout-inactive deadline - 1"])
         // Done, no session active: look again idle_timeout later (a new session cannot be due before).
         scheduler.finished(run[0], .succeeded, now: check)
         #expect(scheduler.deadlinesToAsk(now: check).count == 1)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: nil, now: check)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: check)
         #expect(scheduler.states["logout-inactive"]?.deadlineCheck == check.addingTimeInterval(600))
         // A check that would come after the next slot (11:00) is left to the slot.
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: nil, now: Self.at("2026-01-01T10:55:00Z"))
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: Self.at("2026-01-01T10:55:00Z"))
         #expect(scheduler.states["logout-inactive"]?.deadlineCheck == nil)
     }
 
@@ -253,7 +253,9 @@ struct SchedulerTests {
         var started: [JobRunner.Request] = []
         for _ in 0..<10_000 {
             for job in scheduler.deadlinesToAsk(now: now) {
-                scheduler.deadlineAnswered(job, secondsUntilDue: -5, now: now)
+                // The session was due before any run started: stuck after a run, new work before the first.
+                let stuck = scheduler.lastStart(of: job) != nil
+                scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: stuck, secondsUntilNext: stuck ? nil : -5), now: now)
             }
             for request in Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)) {
                 started.append(request)
@@ -279,19 +281,56 @@ struct SchedulerTests {
         ])
     }
 
+    @Test("work that came due after the last run started runs at once; work stuck since before it waits for the retries")
+    func newWorkRunsAtOnceStuckWorkWaits() throws {
+        let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
+        let job = try Self.job("logout-inactive", jobs)
+        let start = Self.at("2026-01-01T10:00:30Z")
+        var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
+        scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
+        var now = start
+        var runs: [String] = []
+        // Sessions keep going idle every 20 ms: each run finds the next one due already.
+        for _ in 0..<3 {
+            let run = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
+            runs += Self.describe(run)
+            #expect(scheduler.lastStart(of: job) == now)
+            now = now.addingTimeInterval(0.1)
+            scheduler.finished(run[0], .succeeded, now: now)
+            scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: false, secondsUntilNext: -0.05), now: now)
+        }
+        #expect(runs == Array(repeating: "logout-inactive deadline - 1", count: 3))
+        #expect(scheduler.states[job.name]?.retry == nil)
+        // Now one session stays locked: retries, and the new work's runs count as the next attempts, up to max_retries.
+        var attempts: [String] = []
+        for _ in 0..<10 {
+            guard let run = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first else { break }
+            attempts += Self.describe([run])
+            now = now.addingTimeInterval(0.1)
+            scheduler.finished(run, .succeeded, now: now)
+            scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: true, secondsUntilNext: -0.05), now: now)
+        }
+        #expect(attempts == ["logout-inactive deadline - 1", "logout-inactive deadline - 2", "logout-inactive deadline - 3",
+                             "logout-inactive deadline - 4"])
+        #expect(scheduler.states[job.name]?.deadlineCheck == nil && scheduler.states[job.name]?.retry == nil)
+        // The next slot gives a fresh budget.
+        let slot = Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
+        #expect(Self.describe(slot) == ["logout-inactive schedule 2026-01-01T11:00:00Z 1"])
+    }
+
     @Test("a deadline that comes while a retry is pending runs as that attempt, not as a fresh attempt 1")
     func deadlineRunCountsAsThePendingAttempt() throws {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: 0, now: start)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: start)
         let first = Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true))
         scheduler.finished(first[0], .failed, now: start)
         // The failure was elsewhere: nothing is due, the next deadline is in 2 s; the retry in 10 s.
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: 2, now: start)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 2), now: start)
         let check = start.addingTimeInterval(2.05)
         #expect(scheduler.nextWake(now: start, freePlaces: .max, canRecord: true) == check)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), secondsUntilDue: 0, now: check)
+        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
         #expect(Self.describe(Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true)))
             == ["logout-inactive deadline - 2"])
     }

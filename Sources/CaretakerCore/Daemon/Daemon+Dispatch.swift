@@ -71,9 +71,9 @@ extension Daemon {
         for job in scheduler.deadlinesToAsk(now: clock.now) {
             guard let query = job.wakeups.nextDeadline else { continue }
             do {
-                let wait = try query(control, schema)
+                let answer = try query(control, schema, scheduler.lastStart(of: job))
                 let retryBefore = scheduler.states[job.name]?.retry?.attempt
-                scheduler.deadlineAnswered(job, secondsUntilDue: wait, now: clock.now)
+                scheduler.deadlineAnswered(job, answer, now: clock.now)
                 logRetryIfPlanned(job, before: retryBefore, reason: "its work is still due after the run")
             } catch {
                 pool.controlFailed(error)

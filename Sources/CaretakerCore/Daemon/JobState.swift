@@ -16,6 +16,11 @@ struct JobState {
     var deadlineCheck: Date?
     /// The run that just ended, until the deadline query says whether it left work due.
     var lastRun: (request: JobRunner.Request, failed: Bool)?
+    /// When the job's latest run here started (database clock): work due before then was its to do.
+    var lastStart: Date?
+    /// Attempts since the last slot that failed or left their work undone; a deadline
+    /// run counts as the next one and waits for the next slot once `max_retries` are used.
+    var failedAttempts = 0
     /// A NOTIFY arrived (or LISTEN reconnected): run soon.
     var notified = false
     /// A run waiting for a free place under `max_concurrent_jobs`.

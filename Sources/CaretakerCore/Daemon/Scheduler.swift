@@ -138,36 +138,46 @@ struct Scheduler {
         }
     }
 
-    /// The answer of a job's deadline query: seconds until its work is next due
-    /// (`nil`: nothing pending; ≤ 0: due now).
+    /// The answer of a job's deadline query (asked with the start of its last run).
     ///
-    /// Right after a run, work still due means the run could not do it (its rows are
-    /// locked, or it failed): that counts as a failed attempt and waits for the retry
-    /// rules, never for an immediate rerun. At a planned check, work due now starts a
-    /// `deadline` run, which counts as the next attempt when a retry is pending.
-    mutating func deadlineAnswered(_ job: JobConfiguration, secondsUntilDue: Double?, now: Date) {
+    /// Work still due that was due when the last run started means that run could not
+    /// do it (its rows are locked, or it failed): that counts as a failed attempt and
+    /// waits for the retry rules, never for an immediate rerun. Work that came due
+    /// after that start runs now, as a `deadline` run that counts as the next attempt
+    /// (none once `max_retries` are used up before the next slot); later work is
+    /// looked at when it comes due.
+    mutating func deadlineAnswered(_ job: JobConfiguration, _ answer: DeadlineAnswer, now: Date) {
         guard var state = states[job.name] else { return }
         let lastRun = state.lastRun
         state.deadlineCheck = nil
         state.lastRun = nil
-        if let wait = secondsUntilDue, wait <= 0 {
-            if lastRun == nil, !state.running, state.queued == nil {
-                state.queued = JobRunner.Request(job: job, trigger: .deadline, attempt: state.retry?.attempt ?? 1)
+        if let lastRun {
+            if answer.stuck {
+                state.failedAttempts = max(state.failedAttempts, lastRun.request.attempt)
+            } else if !lastRun.failed {
+                state.failedAttempts = 0
             }
-            states[job.name] = state
-            // A failed run has its retry planned already; one that succeeded yet left work due counts as failed.
-            if let lastRun, !lastRun.failed { planRetry(after: lastRun.request, now: now) }
-            return
         }
-        // The next check comes at the deadline, and at the latest one lookahead from
-        // now (a session that starts later cannot reach its deadline before then). A
-        // slot that comes first covers it.
-        if let lookahead = job.wakeups.deadlineLookahead?.seconds {
-            let seconds = min(secondsUntilDue.map { $0 + Self.deadlineMargin } ?? lookahead, lookahead)
+        if let wait = answer.secondsUntilNext, wait <= 0 {
+            if !state.running, state.queued == nil, state.failedAttempts <= job.maxRetries {
+                state.queued = JobRunner.Request(job: job, trigger: .deadline, attempt: state.failedAttempts + 1)
+            }
+        } else if let lookahead = job.wakeups.deadlineLookahead?.seconds {
+            // The next check comes at the deadline, and at the latest one lookahead from
+            // now (work that appears later cannot come due before then). A slot that
+            // comes first covers it.
+            let seconds = min(answer.secondsUntilNext.map { $0 + Self.deadlineMargin } ?? lookahead, lookahead)
             let check = now.addingTimeInterval(seconds)
             state.deadlineCheck = (state.nextSlot.map { check < $0 } ?? true) ? check : nil
         }
         states[job.name] = state
+        // A failed run has its retry planned already; one that succeeded yet left work due counts as failed.
+        if let lastRun, answer.stuck, !lastRun.failed { planRetry(after: lastRun.request, now: now) }
+    }
+
+    /// When `job`'s last run here started: its deadline query's `since`.
+    func lastStart(of job: JobConfiguration) -> Date? {
+        states[job.name]?.lastStart
     }
 
     private func asksDeadlines(_ job: JobConfiguration) -> Bool {
@@ -193,6 +203,7 @@ struct Scheduler {
         for job in jobs where places > 0 {
             guard var state = states[job.name], let request = state.queued, !state.running else { continue }
             state.start()
+            state.lastStart = now
             states[job.name] = state
             runningCount += 1
             places -= 1
@@ -236,6 +247,7 @@ struct Scheduler {
                 pendingSkips.append(PendingSkip(job: job, slot: waiting, reason: .noFreePlace))
             }
             state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
+            state.failedAttempts = 0
         }
         guard !state.running, state.queued == nil else { return }
         if let retry = state.retry, retry.at <= now {
@@ -265,6 +277,9 @@ struct Scheduler {
             state.lastRun = (request, end == .failed)
         }
         states[name] = state
+        if end == .failed, request.trigger != .manual {
+            states[name]?.failedAttempts = max(state.failedAttempts, request.attempt)
+        }
         if end == .failed, !stopping { planRetry(after: request, now: now) }
     }
 
