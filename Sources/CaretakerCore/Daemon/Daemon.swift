@@ -88,6 +88,7 @@ public final class Daemon: @unchecked Sendable {
             "version": "\(caretakerVersion)", "config": "\(configurationPath)",
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
         guard waitForDatabase() else { return shutdown() }
+        if refusesSharedSessions() { return .configuration }
         startScheduling()
         notifier.ready(status: statusLine())
         logger.info("ready", metadata: ["jobs": "\(scheduler.jobs.map(\.name).joined(separator: ","))"])
