@@ -1,0 +1,90 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Testing
+
+/// `caretaker dashboard` end to end over HTTP: the built binaries, a real PostgreSQL, curl.
+@Suite struct DashboardHTTPTests {
+    @Test("GET and HEAD serve the pages; every other method is 405 with Allow")
+    func methods() async throws {
+        let fixture = try DashboardFixture()
+        let dashboard = try DashboardProcess(config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
+        try await dashboard.waitUntilListening()
+        let overview = try dashboard.request("/")
+        #expect(overview.status == 200)
+        #expect(overview.headers.lowercased().contains("content-type: text/html; charset=utf-8"))
+        #expect(overview.headers.contains("Content-Security-Policy: default-src 'none'"))
+        #expect(overview.body.contains("<tr data-job=\"expire-content\">"))
+        #expect(DashboardFixture.count("class=\"mark ", in: overview.body) == DashboardFixture.marksInDay)
+        let head = try dashboard.request("/", method: "HEAD")
+        #expect(head.status == 200)
+        // curl --head writes what it got, the headers only, to the body file too.
+        #expect(head.headers.contains("Content-Type: text/html; charset=utf-8"))
+        #expect(!head.body.contains("<!DOCTYPE"))
+        for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
+            let refused = try dashboard.request("/", method: method)
+            #expect(refused.status == 405, "\(method)")
+            #expect(refused.headers.contains("Allow: GET, HEAD"), "\(method)")
+        }
+        #expect(try dashboard.request("/runs/1", method: "DELETE").status == 405)
+        #expect(try dashboard.request("/?window=7d").body.contains("<span class=\"current\">7 days</span>"))
+        #expect(try dashboard.request("/?window=1y").status == 400)
+        #expect(try dashboard.request("/jobs/prune?page=3").body.contains("page 3"))
+        #expect(try dashboard.request("/jobs/expire-content?status=exploded").status == 400)
+        #expect(try dashboard.request("/jobs/nosuch").status == 404)
+        #expect(try dashboard.request("/runs/abc").status == 404)
+        let run = try dashboard.request("/runs/1")
+        #expect(run.status == 200 && run.body.contains("<dt>Host</dt><dd>host-a</dd>"))
+        #expect(!run.body.contains(fixture.db.conninfo), "the page shows the database URL")
+    }
+
+    @Test("with [dashboard] username and password_file: no or wrong credentials 401, right ones 200")
+    func basicAuth() async throws {
+        let fixture = try DashboardFixture()
+        let passwordFile = NSTemporaryDirectory() + "dashboard-password-\(UUID().uuidString)"
+        try "s3cret-Pass\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: passwordFile) }
+        let config = try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration + """
+            [dashboard]
+            username = "operator"
+            password_file = "\(passwordFile)"
+
+            """)
+        let dashboard = try DashboardProcess(config: config)
+        try await dashboard.waitUntilListening()
+        let anonymous = try dashboard.request("/")
+        #expect(anonymous.status == 401)
+        #expect(anonymous.headers.contains("WWW-Authenticate: Basic realm=\"caretaker dashboard\""))
+        #expect(!anonymous.body.contains("expire-content"))
+        #expect(try dashboard.request("/runs/1").status == 401)
+        #expect(try dashboard.request("/", user: "operator:wrong").status == 401)
+        #expect(try dashboard.request("/", user: "other:s3cret-Pass").status == 401)
+        let allowed = try dashboard.request("/", user: "operator:s3cret-Pass")
+        #expect(allowed.status == 200)
+        #expect(allowed.body.contains("<tr data-job=\"expire-content\">"))
+        #expect(try dashboard.request("/", method: "POST", user: "operator:s3cret-Pass").status == 405)
+        let log = try String(contentsOfFile: dashboard.logPath, encoding: .utf8)
+        #expect(!log.contains("s3cret-Pass"))
+    }
+
+    @Test("bad usage is 64, bad configuration 78, an unreachable database 69")
+    func exitCodes() throws {
+        let db = try TestDatabase()
+        let badListen = try Caretaker.run(["dashboard", "--listen", "localhost", "--config", try db.writeConfiguration()])
+        #expect(badListen.status == 64, "\(badListen.stderr)")
+        #expect(badListen.stderr.contains("HOST:PORT"))
+        let noPassword = try Caretaker.run(["dashboard", "--config", try db.writeConfiguration("[dashboard]\nusername = \"operator\"\n")])
+        #expect(noPassword.status == 78, "\(noPassword.stderr)")
+        #expect(noPassword.stderr.contains("dashboard.username is set but there is no password"))
+        let badKey = try Caretaker.run(["dashboard", "--config", try db.writeConfiguration("[dashboard]\nlisten = \"8080\"\n")])
+        #expect(badKey.status == 78, "\(badKey.stderr)")
+        #expect(badKey.stderr.contains("dashboard.listen"))
+        let path = NSTemporaryDirectory() + "caretaker-unreachable-\(UUID().uuidString).toml"
+        try "[database]\nurl = \"host=/nonexistent-socket-dir dbname=x\"\nconnect_timeout = \"2s\"\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let unreachable = try Caretaker.run(["dashboard", "--config", path])
+        #expect(unreachable.status == 69, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("database unavailable"))
+    }
+}
