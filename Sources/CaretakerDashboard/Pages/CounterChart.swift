@@ -20,7 +20,7 @@ enum CounterChart {
         }
         svg += "<text x=\"2\" y=\"\(f(height + 12))\" font-size=\"10\" fill=\"#6b7280\">\(window == .day ? "−24 h" : "−7 d")</text>"
         svg += "<text x=\"\(f(width - 20))\" y=\"\(f(height + 12))\" font-size=\"10\" fill=\"#6b7280\">now</text>"
-        svg += "<text x=\"\(f(width - 4))\" y=\"11\" font-size=\"10\" fill=\"#6b7280\" text-anchor=\"end\">max \(maximum == 1 && series.total == 0 ? 0 : maximum)/\(per == "hour" ? "h" : "6 h")</text>"
+        svg += "<text x=\"4\" y=\"11\" font-size=\"10\" fill=\"#6b7280\">max \(maximum == 1 && series.total == 0 ? 0 : maximum)/\(per == "hour" ? "h" : "6 h")</text>"
         return svg + "</svg>"
     }
 

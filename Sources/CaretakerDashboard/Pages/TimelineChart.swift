@@ -76,7 +76,10 @@ enum TimelineChart {
             let position = x(date)
             let label = overview.window == .day ? HTML.clock(date) : HTML.day(date)
             svg += "<line x1=\"\(f(position))\" y1=\"\(f(axisHeight - 4))\" x2=\"\(f(position))\" y2=\"\(f(height))\" stroke=\"#d5d9e0\"/>"
-            svg += "<text x=\"\(f(position - 14))\" y=\"12\">\(label)</text>"
+            // The last label would run into "now".
+            if position < labelWidth + plotWidth - 50 {
+                svg += "<text x=\"\(f(position - 14))\" y=\"12\">\(label)</text>"
+            }
             tick += step
         }
         svg += "<text x=\"\(f(labelWidth + plotWidth - 22))\" y=\"12\" fill=\"#1d2330\">now</text></g>\n"
