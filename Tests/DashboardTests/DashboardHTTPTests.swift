@@ -67,6 +67,24 @@ import Testing
         #expect(!log.contains("s3cret-Pass"))
     }
 
+    @Test("a lost database connection gives a 503 page, and the next request reconnects")
+    func reconnects() async throws {
+        let fixture = try DashboardFixture()
+        let dashboard = try DashboardProcess(config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
+        try await dashboard.waitUntilListening()
+        #expect(try dashboard.request("/").status == 200)
+        let terminated = try fixture.db.count("""
+            SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                  WHERE application_name = 'caretaker/dashboard' AND datname = current_database()) AS t
+            """)
+        #expect(terminated == 1)
+        let failed = try dashboard.request("/")
+        #expect(failed.status == 503)
+        #expect(failed.body.contains("Database unavailable"))
+        #expect(!failed.body.contains(fixture.db.conninfo))
+        #expect(try dashboard.request("/").status == 200)
+    }
+
     @Test("bad usage is 64, bad configuration 78, an unreachable database 69")
     func exitCodes() throws {
         let db = try TestDatabase()
@@ -86,5 +104,20 @@ import Testing
         let unreachable = try Caretaker.run(["dashboard", "--config", path])
         #expect(unreachable.status == 69, "\(unreachable.stderr)")
         #expect(unreachable.stderr.contains("database unavailable"))
+    }
+
+    @Test("caretaker dashboard without caretaker-dashboard beside it exits 69 and says what to install")
+    func missingBinary() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-alone-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // cp in a child: a copy written by this process could be open in a child another test is spawning (ETXTBSY).
+        #expect(try ChildProcess.run(["/bin/cp", Caretaker.path, directory + "/caretaker"]) == 0)
+        let status = try ChildProcess.run([directory + "/caretaker", "dashboard"], stdoutPath: directory + "/out",
+                                          stderrPath: directory + "/err")
+        let stderr = try String(contentsOfFile: directory + "/err", encoding: .utf8)
+        #expect(status == 69, "\(stderr)")
+        #expect(stderr.contains("\(directory)/caretaker-dashboard"))
+        #expect(stderr.contains("swift build --product caretaker-dashboard"))
     }
 }
