@@ -6,7 +6,7 @@ import Foundation
 import CaretakerCore
 
 /// One row of `caretaker.job_runs`, with times as dates of the database clock.
-public struct RunSummary: Sendable, Equatable {
+public struct RunSummary: Sendable {
     public var id: Int64
     public var job: String
     public var trigger: String
@@ -29,10 +29,6 @@ public struct RunSummary: Sendable, Equatable {
     public var duration: Double? { finishedAt.map { $0.timeIntervalSince(startedAt) } }
 
     public func counter(_ name: String) -> Int64? { counters.first { $0.name == name }?.value }
-
-    public static func == (lhs: RunSummary, rhs: RunSummary) -> Bool {
-        lhs.id == rhs.id && lhs.status == rhs.status && lhs.finishedAt == rhs.finishedAt
-    }
 }
 
 /// The span of time the overview's timeline and charts show.

@@ -76,14 +76,18 @@ public enum DashboardQueries {
             let series = DashboardCounters.main(for: job).map { counter in
                 CounterSeries(counter: counter, buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount))
             }
-            return JobOverview(
-                name: job.name, enabled: job.enabled, schedule: job.schedule.text,
-                scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
-                health: health[job.name], lastRun: last,
-                nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                runs: runs, missed: missed, series: series)
+            return summary(job, now: now, health: health[job.name], lastRun: last, runs: runs, missed: missed, series: series)
         }
         return Overview(now: now, window: window, jobs: jobs)
+    }
+
+    /// A job's line: what the configuration says, with what the history says.
+    static func summary(_ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunSummary?,
+                        runs: [RunSummary] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []) -> JobOverview {
+        JobOverview(name: job.name, enabled: job.enabled, schedule: job.schedule.text,
+                    scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
+                    health: health, lastRun: lastRun, nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
+                    runs: runs, missed: missed, series: series)
     }
 
     /// The latest run of `job` that ran (not a skipped slot), dry runs included.
@@ -119,7 +123,7 @@ public enum DashboardQueries {
 
     /// One page of `job`'s runs, newest first, as `filter` says.
     public static func jobRuns(_ connection: Connection, configuration: Configuration, job: String,
-                               filter: RunFilter) throws(any Error) -> JobRuns {
+                               filter: RunFilter) throws -> JobRuns {
         guard let nowSeconds = try connection.query("SELECT extract(epoch FROM now())::float8 AS now").first?.double("now") else {
             throw PostgresError(kind: .query, message: "the server did not return its clock")
         }
@@ -140,19 +144,15 @@ public enum DashboardQueries {
             RunFilter.pageSize + 1, (filter.page - 1) * RunFilter.pageSize).rows.map(run)
         let now = Date(timeIntervalSince1970: nowSeconds)
         let overview = try configured.map { job in
-            JobOverview(name: job.name, enabled: job.enabled, schedule: job.schedule.text,
-                        scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
-                        health: try JobHealth.assess(connection, configuration: configuration).first { $0.job == job.name },
-                        lastRun: try lastRun(connection, job: job.name),
-                        nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                        runs: [], missed: [], series: [])
+            summary(job, now: now, health: try JobHealth.assess(connection, configuration: configuration).first { $0.job == job.name },
+                    lastRun: try lastRun(connection, job: job.name))
         }
         return JobRuns(now: now, job: job, configured: overview, filter: filter,
                        runs: Array(rows.prefix(RunFilter.pageSize)), hasNextPage: rows.count > RunFilter.pageSize)
     }
 
     /// One run's full record, and the database clock.
-    public static func run(_ connection: Connection, id: Int64) throws(any Error) -> (run: RunSummary, now: Date) {
+    public static func run(_ connection: Connection, id: Int64) throws -> (run: RunSummary, now: Date) {
         let row = try connection.query("""
             SELECT \(runColumns), extract(epoch FROM now())::float8 AS now FROM caretaker.job_runs WHERE id = $1
             """, id).first

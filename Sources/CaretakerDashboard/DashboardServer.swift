@@ -2,7 +2,6 @@ import CaretakerCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import Postgres
 
 /// The dashboard's HTTP side: three GET routes over `DashboardDatabase`, behind a
 /// middleware that answers 405 to anything but GET and HEAD, asks for basic auth
@@ -129,7 +128,15 @@ struct DashboardMiddleware<Context: RequestContext>: RouterMiddleware {
                 "Authentication required", "this dashboard asks for a user name and password"))
             response.headers[.wwwAuthenticate] = BasicCredentials.challenge
         } else {
-            response = try await next(request, context)
+            do {
+                response = try await next(request, context)
+            } catch let error as DashboardError {
+                response = try error.response(from: request, context: context)
+            } catch let error as any HTTPResponseError where error.status == .notFound {
+                response = DashboardServer.html(.notFound, DashboardServer.errorPage("Not found", "there is no page \(request.uri.path)"))
+            } catch let error as any HTTPResponseError {
+                response = try error.response(from: request, context: context)
+            }
         }
         for field in Self.securityHeaders { response.headers[field.name] = field.value }
         return response
