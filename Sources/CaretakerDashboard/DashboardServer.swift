@@ -2,6 +2,7 @@ import CaretakerCore
 import HTTPTypes
 import Hummingbird
 import Logging
+import Postgres
 
 /// The dashboard's HTTP side: three GET routes over `DashboardDatabase`, behind a
 /// middleware that answers 405 to anything but GET and HEAD, asks for basic auth
@@ -72,7 +73,8 @@ public struct DashboardServer: Sendable {
             throw error
         } catch {
             logger.error("dashboard read failed", metadata: ["error": "\(error)"])
-            return html(.serviceUnavailable, errorPage("Database unavailable", "reading the run history failed: \(error)"))
+            let hint = (error as? PostgresError)?.isUndefinedObject == true ? " — has `caretaker migrate` been run on this database?" : ""
+            return html(.serviceUnavailable, errorPage("Database unavailable", "reading the run history failed: \(error)\(hint)"))
         }
     }
 

@@ -19,7 +19,7 @@ struct DashboardCommand: AsyncParsableCommand {
         discussion: """
             Listens on 127.0.0.1:8080 unless --listen or [dashboard] listen says otherwise. \
             Set [dashboard] username and password_file before listening beyond loopback. \
-            Exit status: 0 after SIGTERM/SIGINT, 64 bad usage, 69 database unavailable at start, 78 bad configuration.
+            Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen, 64 bad usage, 69 database unavailable at start, 78 bad configuration.
             """,
         version: caretakerVersion)
 
@@ -86,9 +86,9 @@ struct DashboardCommand: AsyncParsableCommand {
 
     /// `[dashboard]`'s credentials, or nil when no username is set.
     static func credentials(_ options: DashboardOptions) throws -> BasicCredentials? {
+        guard !options.username.isEmpty else { return nil }
         let password = try Secrets.read(file: options.passwordFile, credential: DashboardOptions.passwordCredential,
                                         environment: ProcessInfo.processInfo.environment, purpose: "dashboard.password_file")
-        guard !options.username.isEmpty else { return nil }
         guard let password, !password.isEmpty else {
             throw MissingPassword(description: "dashboard.username is set but there is no password: set dashboard.password_file "
                 + "or the systemd credential \(DashboardOptions.passwordCredential)")

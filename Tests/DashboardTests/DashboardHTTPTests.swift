@@ -93,6 +93,21 @@ import Testing
         #expect(try dashboard.request("/").status == 200)
     }
 
+    @Test("an unmigrated database gives a 503 page that names `caretaker migrate`; a port in use exits 1")
+    func unmigratedAndPortInUse() async throws {
+        let db = try TestDatabase(migrated: false)
+        let config = try db.writeConfiguration()
+        let dashboard = try DashboardProcess(config: config)
+        try await dashboard.waitUntilListening()
+        let page = try dashboard.request("/")
+        #expect(page.status == 503)
+        #expect(page.body.contains("has `caretaker migrate` been run on this database?"))
+        let taken = String(dashboard.url.dropFirst("http://".count).dropLast())
+        let second = try Caretaker.run(["dashboard", "--listen", taken, "--config", config])
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("cannot serve on \(taken)"))
+    }
+
     @Test("bad usage is 64, bad configuration 78, an unreachable database 69")
     func exitCodes() throws {
         let db = try TestDatabase()
