@@ -30,6 +30,19 @@ import Testing
         #expect(html.contains("sessions_revoked=6"))
     }
 
+    @Test("a disabled job is listed as disabled, without next slot or missed slots")
+    func disabledJob() async throws {
+        let fixture = try DashboardFixture(extra: "[jobs.leader-succession]\nenabled = false\n")
+        let overview = try await fixture.overview(.day)
+        let leader = try #require(overview.jobs.first { $0.name == "leader-succession" })
+        #expect(leader.health == nil && leader.nextSlot == nil && leader.missed.isEmpty)
+        #expect(leader.lastRun?.counter("leaders_appointed") == 1)
+        let html = OverviewPage.render(overview)
+        let row = try #require(html.components(separatedBy: "<tr data-job=\"leader-succession\">").last?
+            .components(separatedBy: "</tr>").first)
+        #expect(row.contains("<span class=\"badge disabled\">disabled</span>"))
+    }
+
     @Test("the timeline has one mark per run in the window: 24 hours, then 7 days")
     func timelineMarks() async throws {
         let fixture = try DashboardFixture()
