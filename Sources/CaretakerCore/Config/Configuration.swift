@@ -11,6 +11,7 @@ public struct Configuration: Sendable {
     public var database: DatabaseOptions
     public var worker: WorkerOptions
     public var mail: MailOptions
+    public var dashboard = DashboardOptions()
     /// Built-in jobs first (always present, maybe disabled), then operator SQL jobs in file order.
     public var jobs: [JobConfiguration]
 

@@ -40,8 +40,9 @@ public enum ConfigurationLoader {
         let worker = try readWorker(&root, lowFootprintFlag: lowFootprint)
         let mail = try readMail(&root)
         let jobs = try readJobs(&root, worker: worker)
+        let dashboard = try readDashboard(&root)
         try root.finish()
-        return Configuration(file: file, database: database, worker: worker, mail: mail, jobs: jobs)
+        return Configuration(file: file, database: database, worker: worker, mail: mail, dashboard: dashboard, jobs: jobs)
     }
 
     // MARK: Sections
@@ -123,5 +124,24 @@ public enum ConfigurationLoader {
         try table.finish()
         return options
     }
-}
 
+    private static func readDashboard(_ root: inout TableReader) throws(ConfigurationError) -> DashboardOptions {
+        var table = try section(&root, "dashboard")
+        var options = DashboardOptions()
+        let listen = try table.string("listen", default: options.listen.description)
+        guard let address = ListenAddress(parsing: listen) else {
+            throw table.error("listen", "\"\(listen)\" is not \(ListenAddress.expectedForm)")
+        }
+        options.listen = address
+        options.username = try table.string("username", default: "")
+        if options.username.contains(":") || options.username.contains(where: \.isNewline) {
+            throw table.error("username", "must not contain a colon or a line break (HTTP basic auth)")
+        }
+        options.passwordFile = try table.string("password_file", default: "")
+        if !options.passwordFile.isEmpty, options.username.isEmpty {
+            throw table.error("password_file", "is set but username is empty: set both, or neither")
+        }
+        try table.finish()
+        return options
+    }
+}
