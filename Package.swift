@@ -38,9 +38,23 @@ let package = Package(
             name: "Postgres",
             dependencies: ["CLibPQ"]
         ),
+        // Small targets along dependency lines (no libpq, no libcurl), so the parsers
+        // build, test and fuzz on their own. CaretakerCore re-exports them.
+        // Text helpers that FoundationEssentials lacks.
+        .target(name: "CaretakerText"),
+        // The TOML subset `jobs.toml` uses, with the source line of every key.
+        .target(name: "CaretakerTOML"),
+        // Schedules: cron, `@every`, durations, the tz database reader and wall-clock arithmetic.
+        .target(
+            name: "CaretakerSchedule",
+            dependencies: ["CaretakerText"]
+        ),
         .target(
             name: "CaretakerCore",
             dependencies: [
+                "CaretakerText",
+                "CaretakerTOML",
+                "CaretakerSchedule",
                 "Postgres",
                 "CCurl",
                 "CCrypt",
@@ -80,7 +94,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CaretakerCoreTests",
-            dependencies: ["CaretakerCore"]
+            dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerText"]
         ),
         .testTarget(
             name: "IntegrationTests",
