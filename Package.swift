@@ -49,12 +49,15 @@ let package = Package(
             name: "CaretakerSchedule",
             dependencies: ["CaretakerText"]
         ),
+        // RFC 5322 addresses and messages (what the SMTP and file transports send).
+        .target(name: "CaretakerMailFormat"),
         .target(
             name: "CaretakerCore",
             dependencies: [
                 "CaretakerText",
                 "CaretakerTOML",
                 "CaretakerSchedule",
+                "CaretakerMailFormat",
                 "Postgres",
                 "CCurl",
                 "CCrypt",
@@ -94,7 +97,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CaretakerCoreTests",
-            dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerText"]
+            dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText"]
         ),
         .testTarget(
             name: "IntegrationTests",

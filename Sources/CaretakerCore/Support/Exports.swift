@@ -2,6 +2,7 @@
 // that imports CaretakerCore (the executables, the dashboard, the tests) sees
 // `Schedule`, `ZoneInfo`, `DurationText`, `TOMLDocument` and the text helpers
 // without importing each small target.
+@_exported import CaretakerMailFormat
 @_exported import CaretakerSchedule
 @_exported import CaretakerText
 @_exported import CaretakerTOML
