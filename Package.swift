@@ -113,3 +113,16 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer harness (Fuzz/) is a package product only when scripts/fuzz asks for it
+// (CARETAKER_FUZZ=1 with --sanitize fuzzer): libFuzzer supplies `main`, so a plain
+// `swift build` could not link it.
+if Context.environment["CARETAKER_FUZZ"] == "1" {
+    package.products.append(.executable(name: "caretaker-fuzz", targets: ["caretaker-fuzz"]))
+    package.targets.append(.executableTarget(
+        name: "caretaker-fuzz",
+        dependencies: ["CaretakerCore"],
+        path: "Fuzz",
+        swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+    ))
+}
