@@ -15,7 +15,7 @@ import Glibc
 @Suite(.serialized) struct DaemonTests {
     // MARK: Configuration helpers
 
-    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtInJobs = BuiltInJob.allCases.map(\.rawValue)
 
     /// `[jobs.X] enabled = false` for every built-in job but `keep`.
     static func disabledBuiltIns(except keep: Set<String> = []) -> String {

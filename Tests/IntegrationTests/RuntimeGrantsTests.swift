@@ -9,7 +9,7 @@ import Testing
 /// nothing else. Every job test runs as that role (`TestDatabase.run`); these tests show
 /// that each grant is needed and that nothing beyond them is granted.
 @Suite struct RuntimeGrantsTests {
-    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtInJobs = BuiltInJob.allCases.map(\.rawValue)
     static let worker = TemporaryPostgres.workerRole
 
     @Test("a built-in job fails with permission denied when its grants are left out, and runs once they are back",

@@ -4,24 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The built-in jobs, in the order `jobs` and `once --all` list them.
-public enum BuiltInJob: String, Sendable, CaseIterable {
-    case expireContent = "expire-content"
-    case logoutInactive = "logout-inactive"
-    case sendTempPasswords = "send-temp-passwords"
-    case leaderSuccession = "leader-succession"
-    case prune = "prune"
-
-    /// Default schedules from SPEC §3 and §8.
-    var defaultSchedule: String {
-        switch self {
-        case .expireContent, .leaderSuccession: "*/5 * * * *"
-        case .logoutInactive, .sendTempPasswords: "@every 1m"
-        case .prune: "@daily"
-        }
-    }
-}
-
 extension ConfigurationLoader {
     /// Default rows per transaction; low-footprint mode uses `lowFootprintBatchSize`.
     static let defaultBatchSize = 1000
@@ -52,13 +34,10 @@ extension ConfigurationLoader {
         var table = TableReader(ownTable, path: "jobs.\(name)", file: file)
         if builtIn == nil { try validateOperatorJobName(name, table: table) }
 
-        let settings: JobSettings = switch builtIn {
-        case .expireContent: .expireContent(try readExpireContent(&table))
-        case .logoutInactive: .logoutInactive(try readLogoutInactive(&table))
-        case .sendTempPasswords: .sendTempPasswords(try readSendTempPasswords(&table, file: file, worker: worker))
-        case .leaderSuccession: .leaderSuccession(try readLeaderSuccession(&table))
-        case .prune: .prune(try readPrune(&table))
-        case nil: .sql(try readSQLJob(&table))
+        let settings: JobSettings = if let builtIn {
+            try builtIn.readSettings(&table, file: file, worker: worker)
+        } else {
+            .sql(try readSQLJob(&table))
         }
         let job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
         try table.finish()
@@ -123,7 +102,7 @@ extension ConfigurationLoader {
             settings: settings)
     }
 
-    private static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
+    static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
         var settings = ExpireContentSettings()
         settings.minLifetime = try table.duration("min_lifetime", default: settings.minLifetime)
         settings.maxLifetime = try table.duration("max_lifetime", default: settings.maxLifetime)
@@ -135,11 +114,11 @@ extension ConfigurationLoader {
         return settings
     }
 
-    private static func readLogoutInactive(_ table: inout TableReader) throws(ConfigurationError) -> LogoutInactiveSettings {
+    static func readLogoutInactive(_ table: inout TableReader) throws(ConfigurationError) -> LogoutInactiveSettings {
         LogoutInactiveSettings(idleTimeout: try table.duration("idle_timeout", default: .seconds(600), minimum: .seconds(1)))
     }
 
-    private static func readSendTempPasswords(_ table: inout TableReader, file: String,
+    static func readSendTempPasswords(_ table: inout TableReader, file: String,
                                               worker: WorkerOptions) throws(ConfigurationError) -> SendTempPasswordsSettings {
         var settings = SendTempPasswordsSettings()
         settings.maxPerHour = try table.integer("max_per_hour", default: 3, in: 1...1000)
@@ -171,11 +150,11 @@ extension ConfigurationLoader {
         }
     }
 
-    private static func readLeaderSuccession(_ table: inout TableReader) throws(ConfigurationError) -> LeaderSuccessionSettings {
+    static func readLeaderSuccession(_ table: inout TableReader) throws(ConfigurationError) -> LeaderSuccessionSettings {
         LeaderSuccessionSettings(leaderInactiveAfter: try table.optionalDuration("leader_inactive_after", minimum: .seconds(60)))
     }
 
-    private static func readPrune(_ table: inout TableReader) throws(ConfigurationError) -> PruneSettings {
+    static func readPrune(_ table: inout TableReader) throws(ConfigurationError) -> PruneSettings {
         var settings = PruneSettings()
         settings.keepHistory = try table.duration("keep_history", default: settings.keepHistory, minimum: .seconds(3600))
         settings.keepRevokedSessions = try table.duration("keep_revoked_sessions", default: settings.keepRevokedSessions)
