@@ -114,54 +114,6 @@ extension ConfigurationLoader {
         return settings
     }
 
-    static func readLogoutInactive(_ table: inout TableReader) throws(ConfigurationError) -> LogoutInactiveSettings {
-        LogoutInactiveSettings(idleTimeout: try table.duration("idle_timeout", default: .seconds(600), minimum: .seconds(1)))
-    }
-
-    static func readSendTempPasswords(_ table: inout TableReader, file: String,
-                                              worker: WorkerOptions) throws(ConfigurationError) -> SendTempPasswordsSettings {
-        var settings = SendTempPasswordsSettings()
-        settings.maxPerHour = try table.integer("max_per_hour", default: 3, in: 1...1000)
-        // bcrypt reads at most 72 bytes of a password.
-        settings.tempPasswordLength = try table.integer("temp_password_length", default: 16, in: 12...72)
-        settings.tempPasswordTTL = try table.duration("temp_password_ttl", default: settings.tempPasswordTTL, minimum: .seconds(60))
-        settings.bcryptCost = try table.integer("bcrypt_cost", default: worker.lowFootprint ? 10 : 12, in: 4...31)
-        settings.maxAttempts = try table.integer("max_attempts", default: 5, in: 1...100)
-        settings.templateFile = try table.string("template_file", default: "")
-        if !settings.templateFile.isEmpty {
-            settings.template = try readTemplate(settings.templateFile, relativeTo: file, table: table)
-        }
-        return settings
-    }
-
-    private static func readTemplate(_ path: String, relativeTo file: String, table: TableReader) throws(ConfigurationError) -> MailTemplate {
-        let resolved = path.hasPrefix("/") ? path
-            : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
-        let text: String
-        do {
-            text = try TextFile.read(resolved)
-        } catch {
-            throw table.error("template_file", "cannot read \(resolved) (\(error))")
-        }
-        if text.utf8.contains(0) { throw table.error("template_file", "\(resolved) contains a NUL byte") }
-        switch MailTemplate.parse(text) {
-        case .success(let template): return template
-        case .failure(let problem): throw table.error("template_file", "\(resolved): \(problem.message)")
-        }
-    }
-
-    static func readLeaderSuccession(_ table: inout TableReader) throws(ConfigurationError) -> LeaderSuccessionSettings {
-        LeaderSuccessionSettings(leaderInactiveAfter: try table.optionalDuration("leader_inactive_after", minimum: .seconds(60)))
-    }
-
-    static func readPrune(_ table: inout TableReader) throws(ConfigurationError) -> PruneSettings {
-        var settings = PruneSettings()
-        settings.keepHistory = try table.duration("keep_history", default: settings.keepHistory, minimum: .seconds(3600))
-        settings.keepRevokedSessions = try table.duration("keep_revoked_sessions", default: settings.keepRevokedSessions)
-        settings.keepResetRequests = try table.duration("keep_reset_requests", default: settings.keepResetRequests)
-        return settings
-    }
-
     private static func readSQLJob(_ table: inout TableReader) throws(ConfigurationError) -> SQLJobSettings {
         let sql = try table.string("sql", default: "").trimmed()
         let repeatUntilZero = try table.bool("repeat_until_zero", default: false)

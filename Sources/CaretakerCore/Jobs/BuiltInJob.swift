@@ -32,14 +32,15 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
         }
     }
 
-    /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's).
+    /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's);
+    /// each settings type reads itself in its job's file, expire-content's in the loader.
     func readSettings(_ table: inout TableReader, file: String, worker: WorkerOptions) throws(ConfigurationError) -> JobSettings {
         switch self {
         case .expireContent: .expireContent(try ConfigurationLoader.readExpireContent(&table))
-        case .logoutInactive: .logoutInactive(try ConfigurationLoader.readLogoutInactive(&table))
-        case .sendTempPasswords: .sendTempPasswords(try ConfigurationLoader.readSendTempPasswords(&table, file: file, worker: worker))
-        case .leaderSuccession: .leaderSuccession(try ConfigurationLoader.readLeaderSuccession(&table))
-        case .prune: .prune(try ConfigurationLoader.readPrune(&table))
+        case .logoutInactive: .logoutInactive(try LogoutInactiveSettings(reading: &table))
+        case .sendTempPasswords: .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))
+        case .leaderSuccession: .leaderSuccession(try LeaderSuccessionSettings(reading: &table))
+        case .prune: .prune(try PruneSettings(reading: &table))
         }
     }
 
