@@ -30,9 +30,12 @@ extension Caretaker {
                 let configuration = try common.loadConfiguration()
                 let selected = try select(from: configuration)
                 let (_, connection) = try common.connect(configuration)
+                let logger = Logger(label: "caretaker")
+                let monitor = try Monitor(configuration: configuration, isDaemon: false, logger: logger)
+                defer { monitor.stop() }
                 let runner = JobRunner(configuration: configuration,
                                        mail: try MailSetup.transport(for: selected, configuration: configuration),
-                                       logger: Logger(label: "caretaker"))
+                                       logger: logger, observer: monitor)
                 return try runAll(selected, runner: runner, connection: connection)
             }
         }

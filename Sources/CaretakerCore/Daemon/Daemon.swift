@@ -48,6 +48,8 @@ public final class Daemon: @unchecked Sendable {
     let lowFootprint: Bool
     var configuration: Configuration
     var runner: JobRunner
+    /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`.
+    let monitor: Monitor
     let logger: Logger
     let notifier: SystemdNotifier
     let events = EventQueue<Event>()
@@ -90,9 +92,10 @@ public final class Daemon: @unchecked Sendable {
         self.logger = logger
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
+        self.monitor = try Monitor(configuration: configuration, isDaemon: true, logger: logger)
         self.runner = JobRunner(configuration: configuration,
                                 mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
-                                logger: logger)
+                                logger: logger, observer: monitor)
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean shutdown).
@@ -101,6 +104,10 @@ public final class Daemon: @unchecked Sendable {
         logger.info("starting", metadata: [
             "version": "\(caretakerVersion)", "config": "\(configurationPath)",
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
+        do { try monitor.start() } catch {
+            logger.error("cannot start monitoring", metadata: ["error": "\(error)"])
+            return .configuration
+        }
         guard waitForDatabase() else { return shutdown() }
         planInitialRuns()
         notifier.ready(status: statusLine())
@@ -208,6 +215,7 @@ public final class Daemon: @unchecked Sendable {
         if !pendingSkips.isEmpty, let control { recordPendingSkips(on: control) }
         idleConnections.removeAll()
         control = nil
+        monitor.stop()
         logger.info("stopped")
         return .ok
     }
@@ -234,7 +242,8 @@ public final class Daemon: @unchecked Sendable {
         let previous = configuration
         configuration = fresh
         configuration.worker.lowFootprint = lowFootprint
-        runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
+        runner = JobRunner(configuration: configuration, mail: mail, logger: logger, observer: monitor)
+        monitor.reload(configuration)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
         replanAfterReload(previous: previous)

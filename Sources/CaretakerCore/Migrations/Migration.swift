@@ -13,6 +13,7 @@ public struct Migration: Sendable {
         .referenceAppSchema,
         .notifyTriggers,
         .expiryIndexes,
+        .jobAlerts,
     ]
 
     /// The SQL with the app schema substituted.
