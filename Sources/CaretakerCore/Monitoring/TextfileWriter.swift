@@ -12,6 +12,8 @@ enum TextfileWriter {
         let temporary = String(path[...slash]) + ".caretaker-\(getpid()).prom.tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw MonitoringError("cannot write [metrics] textfile \(path): \(temporary): \(MetricsHTTPServer.lastError())") }
+        // Readable by node_exporter whatever the umask (the unit sets 0077): metrics hold no secret.
+        fchmod(fd, 0o644)
         var offset = 0
         let complete = bytes.withUnsafeBytes { raw -> Bool in
             while offset < raw.count {
