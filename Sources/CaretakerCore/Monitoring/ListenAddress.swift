@@ -30,7 +30,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
             isIPv6 = false
         }
         // Port 0 is allowed: the kernel picks a free port (tests read it from the log).
-        guard let port = UInt16(portText), portText.allSatisfy(\.isASCII) else { return nil }
+        guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = UInt16(portText) else { return nil }
         self.host = String(host)
         self.port = port
         guard isIPv6 ? Self.ipv6(self.host) != nil : Self.ipv4(self.host) != nil else { return nil }
