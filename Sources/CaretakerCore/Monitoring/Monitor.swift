@@ -16,13 +16,14 @@ import Synchronization
 /// What operators see and hear: Prometheus metrics (`[metrics]`), alert mails
 /// (`[alerts]`) and pings (`ping_url`), fed by `JobRunner` as a `RunObserver`.
 ///
-/// After every run it reads the shared history on the run's connection, updates
-/// the metrics, writes the textfile and evaluates alerts. In normal mode a
-/// monitor thread also does so every `refreshInterval` on a connection of its
-/// own (so a job that goes stale while nothing runs is still noticed, and
-/// `caretaker_database_up` stays current); the same thread answers
-/// `GET /metrics`. Low-footprint mode keeps no extra connection: its readings
-/// change after each run only.
+/// After every run it reads the shared history, updates the metrics, writes the
+/// textfile and evaluates alerts (which may send a mail). In normal mode a monitor
+/// thread does that on a connection of its own, woken by each run's end and every
+/// `refreshInterval` (so a job that goes stale while nothing runs is still noticed,
+/// and `caretaker_database_up` stays current): the run's thread only counts, and
+/// the job's lock is not held while a mail goes out. Low-footprint mode and `once`
+/// keep no extra connection: they read on the run's connection, after the run is
+/// recorded. The monitor thread also answers `GET /metrics` when `listen` is set.
 public final class Monitor: RunObserver, @unchecked Sendable {
     static let refreshInterval: Duration = .seconds(60)
 
@@ -41,8 +42,12 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// One reading at a time: the monitor thread and run threads take turns.
     private let refreshing = Mutex<Void>(())
     private var server: MetricsHTTPServer?
-    /// Written to stop the monitor thread.
+    /// Wakes the monitor thread: `refreshByte` after a run, `stopByte` to end it.
     private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
+    private static let refreshByte: UInt8 = 1
+    private static let stopByte: UInt8 = 0
+    /// Set once by `start`: the monitor thread reads the history on its own connection.
+    private var refreshesOnOwnConnection = false
     private let threadDone = DispatchSemaphore(value: 0)
     private var threadRunning = false
 
@@ -73,6 +78,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         let refreshes = isDaemon && !configuration.worker.lowFootprint
             && (metrics != nil || !configuration.alerts.mailTo.isEmpty)
         guard server != nil || refreshes else { return }
+        refreshesOnOwnConnection = refreshes
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw MonitoringError("cannot create the monitor's wake-up pipe: \(MetricsHTTPServer.lastError())") }
         wakePipe = (fds[0], fds[1])
@@ -87,7 +93,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// Stops the monitor thread and sends what pings are queued.
     public func stop() {
         if threadRunning {
-            var byte: UInt8 = 1
+            var byte = Self.stopByte
             _ = write(wakePipe.write, &byte, 1)
             _ = threadDone.wait(timeout: .now() + .seconds(5))
             close(wakePipe.read)
@@ -136,7 +142,12 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             }
         }
         metrics?.recordRun(job: job.name, status: status, stats: stats, duration: duration.seconds)
-        refresh(on: connection)
+        if refreshesOnOwnConnection {
+            var byte = Self.refreshByte
+            _ = write(wakePipe.write, &byte, 1)
+        } else {
+            refresh(on: connection)
+        }
     }
 
     // MARK: Readings
@@ -174,7 +185,8 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         }
     }
 
-    /// The monitor thread: answers scrapes, and (with a connector) refreshes every `refreshInterval`.
+    /// The monitor thread: answers scrapes, and (with a connector) refreshes after
+    /// each run and every `refreshInterval`.
     private func monitorLoop(connector: DatabaseConnector?) {
         var connection: Connection?
         var nextRefresh = ContinuousClock.now
@@ -196,7 +208,12 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             let wait = connector == nil ? Int32(-1) : Int32(max(0, ContinuousClock.now.duration(to: nextRefresh).microseconds / 1000))
             let ready = poll(&fds, nfds_t(fds.count), wait)
             if ready < 0 && errno != EINTR { return }
-            if fds[0].revents != 0 { return }
+            if fds[0].revents != 0 {
+                var bytes = [UInt8](repeating: 0, count: 64)
+                let count = read(wakePipe.read, &bytes, bytes.count)
+                if count <= 0 || bytes[..<count].contains(Self.stopByte) { return }
+                nextRefresh = ContinuousClock.now
+            }
             if fds[1].revents & Int16(POLLIN) != 0, let server, let metrics {
                 server.serveOne { metrics.exposition() }
             }
