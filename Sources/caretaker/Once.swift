@@ -31,7 +31,12 @@ extension Caretaker {
                 let selected = try select(from: configuration)
                 let (_, connection) = try common.connect(configuration)
                 let logger = Logger(label: "caretaker")
-                let monitor = try Monitor(configuration: configuration, isDaemon: false, logger: logger)
+                let monitor: Monitor
+                do {
+                    monitor = try Monitor(configuration: configuration, isDaemon: false, logger: logger)
+                } catch {
+                    throw Failure(.configuration, "configuration error: \(error)")
+                }
                 defer { monitor.stop() }
                 let runner = JobRunner(configuration: configuration,
                                        mail: try MailSetup.transport(for: selected, configuration: configuration),

@@ -216,6 +216,16 @@ import Glibc
         #expect(!result.stderr.contains("secret-uuid"))
     }
 
+    @Test("a metrics address already in use stops the daemon at start with 78, naming it")
+    func listenAddressTaken() async throws {
+        let db = try TestDatabase()
+        let taken = try TestHTTPServer.start()
+        let path = try db.writeConfiguration("[metrics]\nlisten = \"127.0.0.1:\(taken.port)\"\n\n" + Self.builtInsOff)
+        let daemon = try DaemonProcess(config: path)
+        #expect(await daemon.waitForExit(timeout: .seconds(10)) == 78)
+        #expect(daemon.log.contains("cannot listen on 127.0.0.1:\(taken.port) ([metrics] listen): Address already in use"), "\(daemon.log)")
+    }
+
     @Test("the example alerting rules in README pass promtool check rules")
     func exampleRules() throws {
         let readme = try String(contentsOf: SystemdUnitTests.repository.appendingPathComponent("README.md"), encoding: .utf8)

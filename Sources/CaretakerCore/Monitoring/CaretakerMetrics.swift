@@ -25,18 +25,35 @@ public final class CaretakerMetrics: Sendable {
         private static func name(_ subsystem: String?, _ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
             MetricNameDescriptor(namespace: "caretaker", subsystem: subsystem, metricName: metric, unitName: unit, helpText: help)
         }
-        static var buildInfo: MetricNameDescriptor { name(nil, "build", "info", "Always 1; the version label says which caretaker runs.") }
-        static var databaseUp: MetricNameDescriptor { name(nil, "database", "up", "1 when the last reading of the database succeeded, else 0.") }
-        static var runsTotal: MetricNameDescriptor { name("job", "runs", "total", "Runs of the job finished by this process, by status.") }
-        static var duration: MetricNameDescriptor { name("job", "duration", "seconds", "How long the job's runs in this process took.") }
-        static var statTotal: MetricNameDescriptor { name("job", "stat", "total", "Sum of a job's run counters (job_runs.stats) over the runs of this process.") }
-        static var skippedSlots: MetricNameDescriptor { name("job", "skipped_slots", "total",
-                                       "Scheduled slots recorded skipped (not run) since this process started, by reason (shared history).") }
-        static var healthy: MetricNameDescriptor { name("job", "healthy", "", "1 when the job is healthy by the rule of `caretaker check`, else 0.") }
-        static var lastSuccess: MetricNameDescriptor { name("job", "last_success_timestamp", "seconds",
-                                      "When the job last finished successfully (shared history, database clock).") }
-        static var lastRun: MetricNameDescriptor { name("job", "last_run_timestamp", "seconds",
-                                  "When a run of the job last finished, whatever its status (shared history, database clock).") }
+        static var buildInfo: MetricNameDescriptor {
+            name(nil, "build", "info", "Always 1; the version label says which caretaker runs.")
+        }
+        static var databaseUp: MetricNameDescriptor {
+            name(nil, "database", "up", "1 when the last reading of the database succeeded, else 0.")
+        }
+        static var runsTotal: MetricNameDescriptor {
+            name("job", "runs", "total", "Runs of the job finished by this process, by status.")
+        }
+        static var duration: MetricNameDescriptor {
+            name("job", "duration", "seconds", "How long the job's runs in this process took.")
+        }
+        static var statTotal: MetricNameDescriptor {
+            name("job", "stat", "total", "Sum of a job's run counters (job_runs.stats) over the runs of this process.")
+        }
+        static var skippedSlots: MetricNameDescriptor {
+            name("job", "skipped_slots", "total",
+                 "Scheduled slots recorded skipped (not run) since this process started, by reason (shared history).")
+        }
+        static var healthy: MetricNameDescriptor {
+            name("job", "healthy", "", "1 when the job is healthy by the rule of `caretaker check`, else 0.")
+        }
+        static var lastSuccess: MetricNameDescriptor {
+            name("job", "last_success_timestamp", "seconds", "When the job last finished successfully (shared history, database clock).")
+        }
+        static var lastRun: MetricNameDescriptor {
+            name("job", "last_run_timestamp", "seconds",
+                 "When a run of the job last finished, whatever its status (shared history, database clock).")
+        }
     }
 
     private struct JobGauges {
