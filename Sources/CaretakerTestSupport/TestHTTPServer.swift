@@ -6,7 +6,8 @@ import Glibc
 
 /// A real HTTP server on loopback (Python's `http.server` under Debian's
 /// `/usr/bin/python3`) that answers every GET with 200 and records each path,
-/// for ping tests.
+/// for ping tests. With `delay`, it records the path at once and answers only
+/// after that long (a hanging endpoint).
 public final class TestHTTPServer: Sendable {
     public let port: Int
     public let directory: String
@@ -15,12 +16,13 @@ public final class TestHTTPServer: Sendable {
     /// `http://127.0.0.1:PORT`
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    public static func start() throws -> TestHTTPServer {
+    public static func start(delay: Duration = .zero) throws -> TestHTTPServer {
         let directory = NSTemporaryDirectory() + "caretaker-http-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let script = directory + "/server.py"
         try pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
-        let pid = try ChildProcess.spawn(["/usr/bin/python3", script, directory], logPath: directory + "/server.log")
+        let pid = try ChildProcess.spawn(["/usr/bin/python3", script, directory, "\(delay.seconds)"],
+                                         logPath: directory + "/server.log")
         let deadline = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < deadline {
             if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
@@ -58,12 +60,13 @@ public final class TestHTTPServer: Sendable {
     }
 
     private static let pythonScript = #"""
-        import http.server, os, sys
-        directory = sys.argv[1]
+        import http.server, os, sys, time
+        directory, delay = sys.argv[1], float(sys.argv[2])
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 with open(os.path.join(directory, "paths"), "a") as f:
                     f.write(self.path + "\n")
+                time.sleep(delay)
                 body = b"OK"
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))

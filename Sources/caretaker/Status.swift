@@ -38,7 +38,7 @@ extension Caretaker {
                 "  Database: \(report.database.name) (PostgreSQL \(report.database.serverVersion), "
                     + "\(report.database.inRecovery ? "standby: jobs cannot write here" : "primary"))",
                 "    Schema: " + schemaText(report.schema),
-                "       Now: \(format(report.now)) (database clock)",
+                "       Now: \(Jobs.format(report.now)) (database clock)",
                 "",
             ]
             var table = TextTable(["JOB", "HEALTH", "LAST RUN", "AGE", "DURATION", "COUNTERS", "NEXT SLOT (UTC)", "RUNNING NOW"])
@@ -51,7 +51,7 @@ extension Caretaker {
                     last.map { StatusReport.age($0.ageSeconds) + " ago" } ?? "-",
                     last?.durationMilliseconds.map { "\($0)ms" } ?? "-",
                     last.map { History.compactStats($0.stats) }.flatMap { $0.isEmpty ? nil : $0 } ?? "-",
-                    job.nextSlot.map(format) ?? "-",
+                    job.nextSlot.map(Jobs.format) ?? "-",
                     job.running.isEmpty ? "-" : job.running.map(runningText).joined(separator: "; "),
                 ])
             }
@@ -74,10 +74,6 @@ extension Caretaker {
             "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(run.forSeconds))" + (run.alive ? "" : " (its process is gone)")
         }
 
-        static func format(_ date: Date) -> String {
-            date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
-        }
-
         static func json(_ report: StatusReport) -> String {
             func string(_ value: String?) -> String { value.map(jsonString) ?? "null" }
             let jobs = report.jobs.map { job -> String in
@@ -93,13 +89,13 @@ extension Caretaker {
                 }
                 return "    {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), \"schedule\": \(jsonString(job.schedule)), "
                     + "\"healthy\": \(job.health.map { "\($0.healthy)" } ?? "null"), \"health\": \(string(job.health?.reason)), "
-                    + "\"last_run\": \(last), \"next_slot\": \(string(job.nextSlot.map(format))), "
+                    + "\"last_run\": \(last), \"next_slot\": \(string(job.nextSlot.map(Jobs.format))), "
                     + "\"running\": [\(running.joined(separator: ", "))], \"alert_state\": \(string(job.alertState))}"
             }
             let database = "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "
                 + "\"in_recovery\": \(report.database.inRecovery)}"
             let schema = "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending)}"
-            return "{\n  \"now\": \(jsonString(format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
+            return "{\n  \"now\": \(jsonString(Jobs.format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
                 + "  \"database\": \(database),\n  \"schema\": \(schema),\n  \"jobs\": [\n" + jobs.joined(separator: ",\n") + "\n  ]\n}"
         }
     }

@@ -216,6 +216,31 @@ import Glibc
         #expect(!result.stderr.contains("secret-uuid"))
     }
 
+    @Test("a ping endpoint that hangs neither delays nor fails the daemon's runs")
+    func hangingPingEndpoint() async throws {
+        let db = try TestDatabase()
+        let hanging = try TestHTTPServer.start(delay: .seconds(60))
+        let path = try db.writeConfiguration(Self.builtInsOff
+            + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "ping_url = \"\(hanging.url)/tick\"\n"))
+        let daemon = try await DaemonTests.started(path)
+        // The first ping hangs past its 5 s timeout; meanwhile runs keep coming, each on its slot.
+        _ = hanging.waitForPaths { !$0.isEmpty }
+        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded'") >= 4
+        })
+        #expect(hanging.paths.count < 4, "pings queue one after another (\(hanging.paths))")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status <> 'succeeded'") == 0)
+        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+            !daemon.lines(containing: "msg=\"ping failed\"", "job=tick").isEmpty
+        })
+        // Two pings a second, one answered (timed out) per 5 s: the queue fills up and later pings are dropped.
+        #expect(try await DaemonTests.eventually(timeout: .seconds(30)) {
+            !daemon.lines(containing: "msg=\"ping dropped: earlier pings are still waiting for an answer\"").isEmpty
+        })
+        // Shutdown waits for queued pings a little longer than one ping's timeout, no more.
+        await DaemonTests.stop(daemon, within: .seconds(20))
+    }
+
     @Test("a metrics address already in use stops the daemon at start with 78, naming it")
     func listenAddressTaken() async throws {
         let db = try TestDatabase()

@@ -24,7 +24,7 @@ final class MetricsHTTPServer {
         self.address = address
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw MonitoringError("cannot create a socket for [metrics] listen \(address): \(Self.lastError())") }
+        guard fd >= 0 else { throw MonitoringError("cannot create a socket for [metrics] listen \(address): \(SystemError.lastMessage())") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         let bound: Int32
@@ -46,7 +46,7 @@ final class MetricsHTTPServer {
             }
         }
         guard bound == 0, listen(fd, 16) == 0 else {
-            let reason = Self.lastError()
+            let reason = SystemError.lastMessage()
             close(fd)
             throw MonitoringError("cannot listen on \(address) ([metrics] listen): \(reason)")
         }
@@ -136,8 +136,6 @@ final class MetricsHTTPServer {
             }
         }
     }
-
-    static func lastError() -> String { String(cString: strerror(errno)) }
 }
 
 /// A monitoring part could not start or work; the message names what and why.

@@ -75,22 +75,23 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             logger.info("metrics listening", metadata: ["address": "\(address.isIPv6 ? "[\(address.host)]" : address.host):\(server.port)",
                                                         "path": "/metrics"])
         }
-        let refreshes = isDaemon && !configuration.worker.lowFootprint
+        let lowFootprint = configuration.worker.lowFootprint
+        let refreshes = isDaemon && !lowFootprint
             && (metrics != nil || !configuration.alerts.mailTo.isEmpty)
         guard server != nil || refreshes else { return }
         refreshesOnOwnConnection = refreshes
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw MonitoringError("cannot create the monitor's wake-up pipe: \(MetricsHTTPServer.lastError())") }
+        guard pipe(&fds) == 0 else { throw MonitoringError("cannot create the monitor's wake-up pipe: \(SystemError.lastMessage())") }
         wakePipe = (fds[0], fds[1])
         threadRunning = true
         let connector = refreshes ? try DatabaseConnector(options: configuration.database) : nil
         OSThread.start(name: "caretaker/monitor", stackSize: 256 * 1024) { [self] in
-            monitorLoop(connector: connector)
+            monitorLoop(connector: connector, lowFootprint: lowFootprint)
             threadDone.signal()
         }
     }
 
-    /// Stops the monitor thread and sends what pings are queued.
+    /// Stops the monitor thread and sends what pings are queued (waiting a little longer than one ping's timeout).
     public func stop() {
         if threadRunning {
             var byte = Self.stopByte
@@ -101,7 +102,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             threadRunning = false
         }
         server = nil
-        pinger.drain()
+        pinger.drain(timeout: .milliseconds(Pinger.timeoutMilliseconds + 1000))
     }
 
     /// SIGHUP: new jobs, ping URLs and alert recipient; `[metrics]` changes take effect at the next start.
@@ -187,7 +188,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
 
     /// The monitor thread: answers scrapes, and (with a connector) refreshes after
     /// each run and every `refreshInterval`.
-    private func monitorLoop(connector: DatabaseConnector?) {
+    private func monitorLoop(connector: DatabaseConnector?, lowFootprint: Bool) {
         var connection: Connection?
         var nextRefresh = ContinuousClock.now
         while true {
@@ -216,6 +217,8 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             }
             if fds[1].revents & Int16(POLLIN) != 0, let server, let metrics {
                 server.serveOne { metrics.exposition() }
+                // Low-footprint mode: a scrape maps code back in; hand it back until the next one.
+                if lowFootprint { IdleMemory.release() }
             }
         }
     }

@@ -1,6 +1,7 @@
 import CCurl
 import Dispatch
 import Logging
+import Synchronization
 
 /// Pings in the protocol of healthchecks.io (Uptime Kuma's push monitors,
 /// Cronitor, …): `URL/start` when a run starts, `URL` when it succeeds,
@@ -8,16 +9,19 @@ import Logging
 ///
 /// Pings go out one after another on a queue of their own, so a run never
 /// waits for one and `start` always precedes its run's result; each gives up
-/// after `timeout`, and a failure is only logged.
+/// after `timeoutMilliseconds`, and a failure is only logged. While an endpoint
+/// hangs, at most `maximumWaiting` pings wait; later ones are dropped (logged).
 final class Pinger: Sendable {
     enum Event: String, Sendable {
         case start, success, fail
     }
 
     private let queue = DispatchQueue(label: "caretaker.pings")
+    private let waiting = Atomic<Int>(0)
     private let logger: Logger
     static let connectTimeoutMilliseconds = 3000
     static let timeoutMilliseconds = 5000
+    static let maximumWaiting = 16
 
     init(logger: Logger) {
         self.logger = logger
@@ -35,8 +39,15 @@ final class Pinger: Sendable {
 
     /// Queues the ping and returns at once.
     func ping(_ base: String, _ event: Event, job: String) {
+        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maximumWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            logger.warning("ping dropped: earlier pings are still waiting for an answer",
+                           metadata: ["job": "\(job)", "ping": "\(event.rawValue)", "url": "\(Self.redacted(base))"])
+            return
+        }
         let logger = self.logger
-        queue.async {
+        queue.async { [self] in
+            defer { waiting.subtract(1, ordering: .relaxed) }
             if let problem = Self.get(Self.url(base, event)) {
                 logger.warning("ping failed", metadata: ["job": "\(job)", "ping": "\(event.rawValue)",
                                                          "url": "\(Self.redacted(base))", "error": "\(problem)"])
@@ -44,9 +55,11 @@ final class Pinger: Sendable {
         }
     }
 
-    /// Waits until the queued pings are out (each bounded by the timeout); `once` calls it before exiting.
-    func drain() {
-        queue.sync {}
+    /// Waits until the queued pings are out, or `timeout` passed (the rest are lost with the process).
+    func drain(timeout: Duration) {
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        _ = done.wait(timeout: .now() + .milliseconds(Int(timeout.microseconds / 1000)))
     }
 
     /// A GET of `url`; nil on a 2xx/3xx answer, else what went wrong.

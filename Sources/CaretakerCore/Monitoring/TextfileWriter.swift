@@ -11,7 +11,7 @@ enum TextfileWriter {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let temporary = String(path[...slash]) + ".caretaker-\(getpid()).prom.tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw MonitoringError("cannot write [metrics] textfile \(path): \(temporary): \(MetricsHTTPServer.lastError())") }
+        guard fd >= 0 else { throw MonitoringError("cannot write [metrics] textfile \(path): \(temporary): \(SystemError.lastMessage())") }
         // Readable by node_exporter whatever the umask (the unit sets 0077): metrics hold no secret.
         fchmod(fd, 0o644)
         var offset = 0
@@ -23,10 +23,10 @@ enum TextfileWriter {
             }
             return true
         }
-        let reason = MetricsHTTPServer.lastError()
+        let reason = SystemError.lastMessage()
         close(fd)
         guard complete, rename(temporary, path) == 0 else {
-            let problem = complete ? MetricsHTTPServer.lastError() : reason
+            let problem = complete ? SystemError.lastMessage() : reason
             unlink(temporary)
             throw MonitoringError("cannot write [metrics] textfile \(path): \(problem)")
         }
