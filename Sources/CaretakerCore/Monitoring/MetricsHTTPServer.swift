@@ -56,6 +56,9 @@ final class MetricsHTTPServer {
 
     deinit { close(descriptor) }
 
+    /// The address with the bound port, as a scrape config names it.
+    var boundAddress: String { (address.isIPv6 ? "[\(address.host)]" : address.host) + ":\(port)" }
+
     /// Accepts one waiting connection (call when `descriptor` is readable) and
     /// answers it with `body()` for `GET /metrics`, 404 or 405 otherwise.
     func serveOne(body: () -> [UInt8]) {

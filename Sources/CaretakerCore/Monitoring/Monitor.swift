@@ -72,8 +72,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         if isDaemon, let address = ListenAddress(configuration.metrics.listen) {
             let server = try MetricsHTTPServer(address)
             self.server = server
-            logger.info("metrics listening", metadata: ["address": "\(address.isIPv6 ? "[\(address.host)]" : address.host):\(server.port)",
-                                                        "path": "/metrics"])
+            logger.info("metrics listening", metadata: ["address": "\(server.boundAddress)", "path": "/metrics"])
         }
         let lowFootprint = configuration.worker.lowFootprint
         let refreshes = isDaemon && !lowFootprint
@@ -111,9 +110,9 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         do {
             alerts = try Self.alerts(configuration, logger: logger)
         } catch {
-            logger.error("alerts: cannot set up the mail transport; alerts are off until this is fixed",
+            logger.error("alerts: cannot set up the mail transport; keeping the previous alert settings",
                          metadata: ["error": "\(error)"])
-            alerts = nil
+            alerts = state.withLock { $0.alerts }
         }
         let previous = state.withLock { state in
             defer { state.configuration = configuration; state.alerts = alerts }
