@@ -22,19 +22,18 @@ import Testing
         #expect(AlertPolicy.stored(after: .alert(cause: "x")) == .unhealthy)
     }
 
-    @Test("a job's condition: check's rule first, then rows blocked in the last two runs")
+    @Test("a job's condition is check's rule, and nothing to judge before its first finished run")
     func condition() {
-        func job(healthy: Bool, blocked: Bool) -> HistoryReadings.Job {
+        func job(healthy: Bool, lastRun: Double?) -> HistoryReadings.Job {
             HistoryReadings.Job(name: "j", health: JobHealth(job: "j", healthy: healthy, reason: healthy ? "ok" : "last run failed: x",
                                                             lastStatus: nil, lastSuccessAt: nil),
-                                lastSuccess: nil, lastRun: nil, blockedPersisting: blocked)
+                                lastSuccess: nil, lastRun: lastRun)
         }
-        #expect(AlertPolicy.condition(of: job(healthy: true, blocked: false)) == .healthy)
-        #expect(AlertPolicy.condition(of: job(healthy: false, blocked: true)) == .unhealthy(cause: "last run failed: x"))
-        guard case .unhealthy(let cause) = AlertPolicy.condition(of: job(healthy: true, blocked: true)) else {
-            Issue.record("blocked rows persisting is unhealthy"); return
-        }
-        #expect(cause.contains("blocked"))
+        #expect(AlertPolicy.condition(of: job(healthy: true, lastRun: 1)) == .healthy)
+        #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: 1)) == .unhealthy(cause: "last run failed: x"))
+        #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: nil)) == nil)
+        #expect(AlertPolicy.decide(stored: nil, now: nil) == .nothing)
+        #expect(AlertPolicy.decide(stored: .unhealthy, now: nil) == .nothing)
     }
 
     @Test("alert and recovery texts name job, cause, last error and the history command")
@@ -135,7 +134,7 @@ import Testing
         metrics.recordSkipped([.init(job: "a", reason: "missed while no worker ran", slots: 7)])
         func job(_ name: String, healthy: Bool) -> HistoryReadings.Job {
             .init(name: name, health: JobHealth(job: name, healthy: healthy, reason: "", lastStatus: nil, lastSuccessAt: nil),
-                  lastSuccess: healthy ? 1_700_000_000 : nil, lastRun: 1_700_000_100, blockedPersisting: false)
+                  lastSuccess: healthy ? 1_700_000_000 : nil, lastRun: 1_700_000_100)
         }
         metrics.update(HistoryReadings(jobs: [job("a", healthy: false), job("b", healthy: true)]))
         var text = String(decoding: metrics.exposition(), as: UTF8.self)

@@ -109,6 +109,7 @@ public final class Daemon: @unchecked Sendable {
             return .configuration
         }
         guard waitForDatabase() else { return shutdown() }
+        if refusesSharedSessions() { return .configuration }
         planInitialRuns()
         notifier.ready(status: statusLine())
         logger.info("ready", metadata: ["jobs": "\(enabledJobs.map(\.name).joined(separator: ","))"])

@@ -27,16 +27,17 @@ public enum AlertPolicy {
         case recover
     }
 
-    /// The job's condition: unhealthy by `check`'s rule (a failed last run, or
-    /// stale), or because rows stayed blocked in the last two runs.
-    public static func condition(of job: HistoryReadings.Job) -> Condition {
-        if !job.health.healthy { return .unhealthy(cause: job.health.reason) }
-        if job.blockedPersisting { return .unhealthy(cause: "rows stayed blocked in the last two runs (a …_blocked counter above zero)") }
-        return .healthy
+    /// The job's condition by `check`'s rule (a failed last run, stale, or rows
+    /// blocked run after run); nil while the job has no finished run yet: a job
+    /// the daemon has not had its first chance to run is no incident.
+    public static func condition(of job: HistoryReadings.Job) -> Condition? {
+        guard job.lastRun != nil else { return nil }
+        return job.health.healthy ? .healthy : .unhealthy(cause: job.health.reason)
     }
 
-    public static func decide(stored: Stored?, now: Condition) -> Action {
-        switch (stored, now) {
+    public static func decide(stored: Stored?, now: Condition?) -> Action {
+        guard let now else { return .nothing }
+        return switch (stored, now) {
         case (nil, .healthy): .remember
         case (nil, .unhealthy(let cause)), (.healthy, .unhealthy(let cause)): .alert(cause: cause)
         case (.unhealthy, .healthy): .recover

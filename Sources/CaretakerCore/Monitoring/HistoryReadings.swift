@@ -15,8 +15,6 @@ public struct HistoryReadings: Sendable {
         public let lastSuccess: Double?
         /// Seconds since the epoch of the last finished run, whatever its status; nil: never.
         public let lastRun: Double?
-        /// The last two finished runs both reported rows blocked (a `…_blocked` counter above zero).
-        public let blockedPersisting: Bool
     }
 
     /// Skipped slots recorded since the cursor, by job and reason (a row counts
@@ -37,16 +35,10 @@ public struct HistoryReadings: Sendable {
                 SELECT (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
                         WHERE job = $1 AND NOT dry_run AND status = 'succeeded') AS last_success,
                        (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
-                        WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')) AS last_run,
-                       (SELECT count(*) = 2 AND bool_and(blocked) FROM (
-                            SELECT EXISTS (SELECT 1 FROM jsonb_each_text(stats)
-                                           WHERE key LIKE '%\\_blocked' AND value ~ '^[0-9]+$' AND value::numeric > 0) AS blocked
-                            FROM caretaker.job_runs
-                            WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed')
-                            ORDER BY started_at DESC, id DESC LIMIT 2) recent) AS blocked_persisting
+                        WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')) AS last_run
                 """, health.job).first
             return Job(name: health.job, health: health, lastSuccess: row?.double("last_success"),
-                       lastRun: row?.double("last_run"), blockedPersisting: row?.bool("blocked_persisting") ?? false)
+                       lastRun: row?.double("last_run"))
         }
         return HistoryReadings(jobs: jobs)
     }
