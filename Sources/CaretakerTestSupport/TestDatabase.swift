@@ -43,7 +43,22 @@ public struct TestDatabase: @unchecked Sendable {
         return path
     }
 
-    /// Runs a job once on a new connection, as `caretaker once` would, and returns the outcome.
+    /// Grants `TemporaryPostgres.workerRole` what `extra`'s enabled jobs need (migrated
+    /// databases have the defaults' grants from the template already).
+    public func grantWorker(_ extra: String = "") throws {
+        let configuration = try configuration(extra)
+        try RuntimeGrants(appSchema: configuration.database.appSchema, jobs: configuration.jobs)
+            .apply(role: TemporaryPostgres.workerRole, on: connection)
+    }
+
+    /// Connects as the restricted worker role, as the daemon would in production.
+    public func connectAsWorker() throws -> Connection {
+        try Connection(.init(conninfo: TemporaryPostgres.shared.workerConninfo(database: name),
+                             applicationName: "caretaker-tests"))
+    }
+
+    /// Runs a job once on a new connection as the restricted worker role, as `caretaker once`
+    /// would, and returns the outcome: a grant `RuntimeGrants` lacks fails the job.
     @discardableResult
     public func run(_ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
                     mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobRunner.Outcome {
@@ -54,7 +69,7 @@ public struct TestDatabase: @unchecked Sendable {
         let output = logOutput ?? LineOutput.capturing()
         let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: output) }
         let runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
-        let jobConnection = try TemporaryPostgres.shared.connect(database: name)
+        let jobConnection = try connectAsWorker()
         return try runner.run(.init(job: jobConfiguration, trigger: trigger, dryRun: dryRun), on: jobConnection)
     }
 

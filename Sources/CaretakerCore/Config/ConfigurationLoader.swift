@@ -105,6 +105,7 @@ public enum ConfigurationLoader {
         options.starttls = try table.bool("starttls", default: false)
         options.username = try table.string("username", default: "")
         options.passwordFile = try table.string("password_file", default: "")
+        options.caFile = try table.string("ca_file", default: "")
         options.allowPlaintextAuth = try table.bool("allow_plaintext_auth", default: false)
         if kind == .smtp, options.sendsPasswordInClear, !options.allowPlaintextAuth {
             throw table.error("username", "smtp:// without starttls would send the SMTP password in clear text: "
