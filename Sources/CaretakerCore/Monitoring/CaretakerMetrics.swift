@@ -16,7 +16,7 @@ import Synchronization
 /// are counted from the shared history as they are recorded after this
 /// process started, by whichever instance recorded them.
 public final class CaretakerMetrics: Sendable {
-    public let registry = PrometheusCollectorRegistry()
+    private let registry = PrometheusCollectorRegistry()
     /// Upper bounds of the duration histogram, in seconds: from a quick sweep to `max_runtime`'s default and past it.
     static let durationBuckets: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900]
 

@@ -43,24 +43,40 @@ public struct HistoryReadings: Sendable {
         return HistoryReadings(jobs: jobs)
     }
 
-    /// Skipped rows recorded since this process started (`uptime` ago, on the
-    /// database clock) with an id above `cursor`, and the new cursor.
+    /// Where the count of skipped rows stopped: the highest id counted, and when
+    /// (database clock) the last look was taken.
+    public struct SkippedCursor: Sendable, Equatable {
+        public var lastID: Int64 = 0
+        public var lookedAt: Double?
+        public init() {}
+    }
+
+    /// Skipped rows recorded since the cursor's last look (since this process
+    /// started, `uptime` ago, at the first), and the moved cursor.
     ///
-    /// Counted by tailing ids rather than over the whole history, so the counter
-    /// never goes down when `prune` deletes old rows.
-    public static func skippedSlots(_ connection: Connection, after cursor: Int64,
-                                    uptime: Duration) throws -> ([SkippedSlots], Int64) {
+    /// Counted by tailing the history rather than over all of it, so the counter
+    /// never goes down when `prune` deletes old rows, and each look reads only the
+    /// rows started since the previous one: a minute's overlap catches a row
+    /// stamped before the last look but committed after it; the id filter keeps
+    /// it from counting twice. (Two skipped rows committed in the opposite order
+    /// of their ids within one look could lose the lower one: a microsecond race.)
+    public static func skippedSlots(_ connection: Connection, after cursor: SkippedCursor,
+                                    uptime: Duration) throws -> ([SkippedSlots], SkippedCursor) {
+        var moved = cursor
+        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now")
         let rows = try connection.query("""
             SELECT job, coalesce(error, '') AS reason,
                    sum(CASE WHEN stats->>'missed_slots' ~ '^[0-9]+$' THEN (stats->>'missed_slots')::bigint ELSE 1 END) AS slots,
                    max(id) AS last_id
             FROM caretaker.job_runs
-            WHERE id > $1 AND status = 'skipped' AND started_at >= clock_timestamp() - make_interval(secs => $2::float8)
+            WHERE status = 'skipped' AND id > $1
+              AND started_at >= coalesce(to_timestamp($2::float8) - interval '1 minute',
+                                         clock_timestamp() - make_interval(secs => $3::float8))
             GROUP BY job, coalesce(error, '')
             ORDER BY job, reason
-            """, cursor, uptime.seconds).rows
+            """, cursor.lastID, cursor.lookedAt, uptime.seconds).rows
         let counts = rows.map { SkippedSlots(job: $0["job"] ?? "", reason: $0["reason"] ?? "", slots: $0.int("slots") ?? 0) }
-        let newest = rows.compactMap { $0.int64("last_id") }.max() ?? cursor
-        return (counts, max(cursor, newest))
+        moved.lastID = max(cursor.lastID, rows.compactMap { $0.int64("last_id") }.max() ?? 0)
+        return (counts, moved)
     }
 }

@@ -36,7 +36,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     private struct State {
         var configuration: Configuration
         var alerts: AlertNotifier?
-        var skippedCursor: Int64 = 0
+        var skippedCursor = HistoryReadings.SkippedCursor()
     }
     private let state: Mutex<State>
     /// One reading at a time: the monitor thread and run threads take turns.
@@ -170,7 +170,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 try alerts?.evaluate(readings, on: connection)
             } catch {
                 metrics?.databaseUnavailable()
-                logger.warning("monitoring could not read the run history", metadata: ["error": "\(error)"])
+                logger.warning("monitoring could not read the run history or the alert state", metadata: ["error": "\(error)"])
             }
             writeTextfile(configuration.metrics.textfile)
         }
