@@ -20,16 +20,26 @@ public struct TestDatabase: @unchecked Sendable {
         connection = try server.connect(database: name)
         self.appSchema = appSchema
         if appSchema != "public" {
-            if migrated { try Migrator(appSchema: appSchema).migrate(on: connection) }
+            if migrated {
+                try Migrator(appSchema: appSchema).migrate(on: connection)
+                // As the template has them for `public`: the defaults' grants for the worker role.
+                let defaults = try ConfigurationLoader.parse("[database]\napp_schema = \"\(Self.tomlEscaped(appSchema))\"\n",
+                                                            file: "defaults")
+                try RuntimeGrants(appSchema: appSchema, jobs: defaults.jobs).apply(role: TemporaryPostgres.workerRole, on: connection)
+            }
             try connection.query("SELECT set_config('search_path', $1, false)", quoteIdentifier(appSchema) + ", public")
         }
     }
 
     /// A `jobs.toml` pointing at this database, followed by `extra` (tables other than `[database]`).
     public func configurationText(_ extra: String = "") -> String {
-        let schema = appSchema == "public" ? ""
-            : "app_schema = \"\(appSchema.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""))\"\n"
+        let schema = appSchema == "public" ? "" : "app_schema = \"\(Self.tomlEscaped(appSchema))\"\n"
         return "[database]\nurl = \"\(conninfo)\"\n\(schema)\n" + extra
+    }
+
+    /// `text` inside a TOML basic string.
+    private static func tomlEscaped(_ text: String) -> String {
+        text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
     }
 
     public func configuration(_ extra: String = "") throws -> Configuration {

@@ -59,7 +59,7 @@ import Testing
                       ("localhost:9187", nil), ("127.0.0.1", nil), ("127.0.0.1:99999", nil), (":9187", nil),
                       ("[::1]9187", nil), ("::1:9187", nil), ("127.0.0.1:+80", nil), ("127.0.0.1:", nil)] as [(String, String?)])
     func listenAddress(text: String, expected: String?) {
-        #expect(ListenAddress(text)?.description == expected)
+        #expect(ListenAddress(metrics: text)?.description == expected)
     }
 
     @Test("the responder: 200 with the text format for GET and HEAD /metrics, 404 elsewhere, 405 for other methods, 400 for junk")
@@ -84,7 +84,7 @@ import Testing
 
     @Test("a silent client is dropped after the request timeout; the next one is served")
     func silentClient() throws {
-        let server = try MetricsHTTPServer(ListenAddress("127.0.0.1:0")!)
+        let server = try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:0")!)
         let silent = try Self.connect(port: server.port)
         defer { close(silent) }
         let started = ContinuousClock.now
@@ -102,10 +102,10 @@ import Testing
 
     @Test("a taken port is a clear error naming the address")
     func portTaken() throws {
-        let first = try MetricsHTTPServer(ListenAddress("127.0.0.1:0")!)
-        #expect(throws: MonitoringError.self) { try MetricsHTTPServer(ListenAddress("127.0.0.1:\(first.port)")!) }
+        let first = try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:0")!)
+        #expect(throws: MonitoringError.self) { try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:\(first.port)")!) }
         do {
-            _ = try MetricsHTTPServer(ListenAddress("127.0.0.1:\(first.port)")!)
+            _ = try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:\(first.port)")!)
         } catch {
             #expect(error.description == "cannot listen on 127.0.0.1:\(first.port) ([metrics] listen): Address already in use")
         }
@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test("skip reasons become short labels", arguments: [
-        ("missed while no worker ran", "missed_while_no_worker_ran"),
+        (JobRunner.SkipReason.missedWhileDown.text, "missed_while_no_worker_ran"),
         (JobRunner.SkipReason.previousRunStillGoing.text, "previous_run_still_going"),
         (JobRunner.SkipReason.noFreePlace.text, "no_free_place"), ("", "other")])
     func skipLabels(text: String, label: String) {

@@ -39,7 +39,8 @@ import Glibc
         func config(brokenSQL: String) -> String {
             Self.mailAndAlerts(smtp) + "[metrics]\nlisten = \"127.0.0.1:0\"\ntextfile = \"\(textfile)\"\n\n" + Self.builtInsOff
                 + DaemonTests.sqlJob("broken", sql: brokenSQL, extra: "max_retries = 0\nping_url = \"\(pings.url)/ping/broken\"\n")
-                + DaemonTests.sqlJob("tick", sql: "SELECT 1")
+                // Three periods of @every 1s are 3 s: a loaded machine could make tick stale for a moment.
+                + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n")
         }
         let path = try db.writeConfiguration(config(brokenSQL: "SELECT 1/0"))
         let daemon = try await DaemonTests.started(path)
@@ -145,7 +146,7 @@ import Glibc
         let textfile = NSTemporaryDirectory() + "caretaker-\(db.name).prom"
         defer { try? FileManager.default.removeItem(atPath: textfile) }
         let path = try db.writeConfiguration("[metrics]\nlisten = \"127.0.0.1:0\"\ntextfile = \"\(textfile)\"\n\n"
-            + Self.builtInsOff + DaemonTests.sqlJob("tick", sql: "SELECT 1"))
+            + Self.builtInsOff + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n"))
         // The unit's UMask=0077, inherited for the moment of the spawn only.
         let previousMask = umask(0o077)
         let spawned = Result { try DaemonProcess(config: path, lowFootprint: true) }

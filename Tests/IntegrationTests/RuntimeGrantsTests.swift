@@ -38,7 +38,7 @@ import Testing
         let path = spool + "/jobs.toml"
         try ("[database]\nurl = \"\(conninfo)\"\n[mail]\ntransport = \"file\"\ndirectory = \"\(spool)\"\n"
             + "[alerts]\nmail_to = \"ops@example.org\"\n"
-            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\n" }.joined())
+            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\nstale_after = \"10m\"\n" }.joined())
             .write(toFile: path, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(config: path)
         for job in Self.builtInJobs {

@@ -13,6 +13,7 @@ public struct Configuration: Sendable {
     public var mail: MailOptions
     public var metrics = MetricsOptions()
     public var alerts = AlertOptions()
+    public var dashboard = DashboardOptions()
     /// Built-in jobs first (always present, maybe disabled), then operator SQL jobs in file order.
     public var jobs: [JobConfiguration]
 

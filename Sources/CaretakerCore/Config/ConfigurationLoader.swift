@@ -15,7 +15,8 @@ public enum ConfigurationLoader {
         return "/etc/caretaker/jobs.toml"
     }
 
-    /// Reads and validates the file. `lowFootprint` (the command-line flag) wins over the file.
+    /// Reads and validates the file. `lowFootprint` (the command-line flag, or a reload
+    /// keeping the running mode), when given, wins over the file's `worker.low_footprint`.
     public static func load(path: String, lowFootprint: Bool? = nil) throws(ConfigurationError) -> Configuration {
         let text: String
         do {
@@ -36,14 +37,15 @@ public enum ConfigurationLoader {
         }
         var root = TableReader(document.root, path: "", file: file)
         let database = try readDatabase(&root)
-        let worker = try readWorker(&root, lowFootprintFlag: lowFootprint ?? false)
+        let worker = try readWorker(&root, lowFootprintFlag: lowFootprint)
         let mail = try readMail(&root)
         let metrics = try readMetrics(&root)
         let alerts = try readAlerts(&root)
         let jobs = try readJobs(&root, worker: worker)
+        let dashboard = try readDashboard(&root)
         try root.finish()
         return Configuration(file: file, database: database, worker: worker, mail: mail,
-                             metrics: metrics, alerts: alerts, jobs: jobs)
+                             metrics: metrics, alerts: alerts, dashboard: dashboard, jobs: jobs)
     }
 
     // MARK: Sections
@@ -65,7 +67,7 @@ public enum ConfigurationLoader {
         return options
     }
 
-    private static func readWorker(_ root: inout TableReader, lowFootprintFlag: Bool) throws(ConfigurationError) -> WorkerOptions {
+    private static func readWorker(_ root: inout TableReader, lowFootprintFlag: Bool?) throws(ConfigurationError) -> WorkerOptions {
         var table = try section(&root, "worker")
         var options = WorkerOptions()
         let zoneName = try table.string("timezone", default: "UTC")
@@ -74,7 +76,8 @@ public enum ConfigurationLoader {
         }
         options.timeZone = zone
         options.timeZoneName = zoneName
-        options.lowFootprint = try table.bool("low_footprint", default: false) || lowFootprintFlag
+        let lowFootprintInFile = try table.bool("low_footprint", default: false)
+        options.lowFootprint = lowFootprintFlag ?? lowFootprintInFile
         options.maxConcurrentJobs = try table.integer("max_concurrent_jobs", default: 2, in: 1...64)
         // Low-footprint mode runs jobs one at a time on its single connection.
         if options.lowFootprint { options.maxConcurrentJobs = 1 }
@@ -125,11 +128,31 @@ public enum ConfigurationLoader {
         return options
     }
 
+    private static func readDashboard(_ root: inout TableReader) throws(ConfigurationError) -> DashboardOptions {
+        var table = try section(&root, "dashboard")
+        var options = DashboardOptions()
+        let listen = try table.string("listen", default: options.listen.description)
+        guard let address = ListenAddress(parsing: listen) else {
+            throw table.error("listen", "\"\(listen)\" is not \(ListenAddress.expectedForm)")
+        }
+        options.listen = address
+        options.username = try table.string("username", default: "")
+        if options.username.contains(":") || options.username.contains(where: \.isNewline) {
+            throw table.error("username", "must not contain a colon or a line break (HTTP basic auth)")
+        }
+        options.passwordFile = try table.string("password_file", default: "")
+        if !options.passwordFile.isEmpty, options.username.isEmpty {
+            throw table.error("password_file", "is set but username is empty: set both, or neither")
+        }
+        try table.finish()
+        return options
+    }
+
     private static func readMetrics(_ root: inout TableReader) throws(ConfigurationError) -> MetricsOptions {
         var table = try section(&root, "metrics")
         var options = MetricsOptions()
         options.listen = try table.string("listen", default: "")
-        if !options.listen.isEmpty, ListenAddress(options.listen) == nil {
+        if !options.listen.isEmpty, ListenAddress(metrics: options.listen) == nil {
             throw table.error("listen", "must be IP:PORT, e.g. \"127.0.0.1:9187\" or \"[::1]:9187\" (empty: off)")
         }
         options.textfile = try table.string("textfile", default: "")

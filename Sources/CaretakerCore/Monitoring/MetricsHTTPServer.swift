@@ -31,7 +31,7 @@ final class MetricsHTTPServer {
         if address.isIPv6 {
             var socketAddress = sockaddr_in6()
             socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = address.port.bigEndian
+            socketAddress.sin6_port = UInt16(address.port).bigEndian
             socketAddress.sin6_addr = ListenAddress.ipv6(address.host) ?? in6_addr()
             bound = withUnsafePointer(to: &socketAddress) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
@@ -39,7 +39,7 @@ final class MetricsHTTPServer {
         } else {
             var socketAddress = sockaddr_in()
             socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = address.port.bigEndian
+            socketAddress.sin_port = UInt16(address.port).bigEndian
             socketAddress.sin_addr = ListenAddress.ipv4(address.host) ?? in_addr()
             bound = withUnsafePointer(to: &socketAddress) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -51,13 +51,13 @@ final class MetricsHTTPServer {
             throw MonitoringError("cannot listen on \(address) ([metrics] listen): \(reason)")
         }
         descriptor = fd
-        port = Self.localPort(of: fd) ?? address.port
+        port = Self.localPort(of: fd) ?? UInt16(address.port)
     }
 
     deinit { close(descriptor) }
 
     /// The address with the bound port, as a scrape config names it.
-    var boundAddress: String { (address.isIPv6 ? "[\(address.host)]" : address.host) + ":\(port)" }
+    var boundAddress: String { ListenAddress(host: address.host, port: Int(port)).description }
 
     /// Accepts one waiting connection (call when `descriptor` is readable) and
     /// answers it with `body()` for `GET /metrics`, 404 or 405 otherwise.

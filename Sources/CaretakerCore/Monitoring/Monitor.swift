@@ -69,7 +69,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// Opens the listener and starts the monitor thread when there is work for it.
     public func start() throws {
         let configuration = state.withLock { $0.configuration }
-        if isDaemon, let address = ListenAddress(configuration.metrics.listen) {
+        if isDaemon, let address = ListenAddress(metrics: configuration.metrics.listen) {
             let server = try MetricsHTTPServer(address)
             self.server = server
             logger.info("metrics listening", metadata: ["address": "\(server.boundAddress)", "path": "/metrics"])
