@@ -56,7 +56,7 @@ public final class TestPrometheusServer: Sendable {
                 static_configs:
                   - targets: [\(list)]
             """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        port = try HTTPGet.freePort()
+        port = try TemporaryPostgres.freePort()
         pid = try ChildProcess.spawn(["/usr/bin/prometheus", "--config.file=\(directory)/prometheus.yml",
                                       "--storage.tsdb.path=\(directory)/data", "--web.listen-address=127.0.0.1:\(port)"],
                                      logPath: directory + "/prometheus.log")

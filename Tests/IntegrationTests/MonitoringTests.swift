@@ -212,7 +212,7 @@ import Glibc
         #expect(pings.paths.count == 4, "a dry run does not ping")
 
         // Nobody listens on this port: the run still succeeds, the failure is logged without the URL's path.
-        let dead = try HTTPGet.freePort()
+        let dead = try TemporaryPostgres.freePort()
         let deadPath = try db.writeConfiguration(Self.builtInsOff
             + DaemonTests.sqlJob("good", sql: "SELECT 1", extra: "ping_url = \"http://127.0.0.1:\(dead)/secret-uuid\"\n"))
         let result = try Caretaker.run(["once", "good", "--config", deadPath])
