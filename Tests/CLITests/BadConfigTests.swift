@@ -246,11 +246,7 @@ import Glibc
     func daemonFailsFast() async throws {
         let path = try Self.write(Self.header + "[jobs.prune]\nschedule = \"@every 0s\"\n")
         defer { Self.remove(path) }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let pid = try ChildProcess.spawn([Caretaker.path, "run", "--config", path],
-                                         stdoutPath: directory + "/out", stderrPath: directory + "/err")
-        let status = try #require(await ChildProcess.exitStatus(of: pid, within: .seconds(20)), "caretaker run kept running with a broken file")
-        let stderr = try String(contentsOfFile: directory + "/err", encoding: .utf8)
+        let (status, stderr) = try await Self.runDaemon(config: path)
         #expect(status == 78, "\(stderr)")
         #expect(stderr.contains("\(path):5: jobs.prune.schedule: invalid schedule \"@every 0s\""), "\(stderr)")
     }
@@ -263,13 +259,17 @@ import Glibc
         let path = try Self.write(Self.header.replacing("connect_timeout = \"1s\"\n",
                                                         with: "connect_timeout = \"1s\"\npassword_file = \"\(missing)\"\n"))
         defer { Self.remove(path) }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let pid = try ChildProcess.spawn([Caretaker.path, "run", "--config", path],
-                                         stdoutPath: directory + "/out", stderrPath: directory + "/err")
-        let status = try #require(await ChildProcess.exitStatus(of: pid, within: .seconds(20)), "caretaker run kept running")
-        let stderr = try String(contentsOfFile: directory + "/err", encoding: .utf8)
+        let (status, stderr) = try await Self.runDaemon(config: path)
         #expect(status == 78, "\(stderr)")
         #expect(stderr.contains("cannot read database.password_file \(missing)"), "\(stderr)")
     }
 
+    /// Runs `caretaker run` on `path`, which must refuse to start: its exit status and stderr.
+    static func runDaemon(config path: String) async throws -> (status: Int32, stderr: String) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let pid = try ChildProcess.spawn([Caretaker.path, "run", "--config", path],
+                                         stdoutPath: directory + "/out", stderrPath: directory + "/err")
+        let status = try #require(await ChildProcess.exitStatus(of: pid, within: .seconds(20)), "caretaker run kept running")
+        return (status, try String(contentsOfFile: directory + "/err", encoding: .utf8))
+    }
 }
