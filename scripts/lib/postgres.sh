@@ -22,7 +22,11 @@ pg_as_owner() {
     fi
 }
 
-# pg_start DIR [extra postgres -c settings...]: initdb into DIR/data, listen only on a socket in DIR.
+# pg_start DIR [extra postgres settings NAME=VALUE...]: initdb into DIR/data, listen only
+# on a socket in DIR, no fsync. The settings go into DIR/data/postgresql.conf (extra ones
+# after the defaults, so they win), where every server started on that data directory
+# sees them: a restart, a standby made from it by pg_basebackup, and the single-user
+# crash recovery pg_rewind runs.
 pg_start() {
     local dir=$1; shift
     local bin; bin=$(pg_bindir) || return 1
@@ -30,16 +34,12 @@ pg_start() {
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
     pg_as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; return 1; }
-    pg_server_options "$dir" "$@" >"$dir/options"
+    local setting
+    for setting in "listen_addresses=" fsync=off synchronous_commit=off full_page_writes=off "$@"; do
+        printf "%s = '%s'\n" "${setting%%=*}" "${setting#*=}"
+    done >>"$dir/data/postgresql.conf"
+    echo "-k $dir" >"$dir/options"
     pg_start_existing "$dir"
-}
-
-# pg_server_options DIR [settings...]: the server's command-line options (socket in DIR, no TCP, no fsync).
-pg_server_options() {
-    local dir=$1; shift
-    local options="-k $dir -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    for setting in "$@"; do options="$options -c $setting"; done
-    echo "$options"
 }
 
 # pg_start_existing DIR: starts the cluster in DIR/data with the options saved in DIR/options.
@@ -50,36 +50,54 @@ pg_start_existing() {
         || { tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
-# pg_start_standby PRIMARY_DIR DIR [settings...]: a streaming standby of the cluster in
-# PRIMARY_DIR (pg_basebackup, which writes standby.signal and primary_conninfo), socket in DIR.
+# pg_start_standby PRIMARY_DIR DIR: a streaming standby of the cluster in PRIMARY_DIR
+# (pg_basebackup, which copies its settings and writes standby.signal and
+# primary_conninfo), with its socket in DIR.
 pg_start_standby() {
-    local primary=$1 dir=$2; shift 2
+    local primary=$1 dir=$2
     local bin; bin=$(pg_bindir) || return 1
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
     pg_as_owner "$bin/pg_basebackup" -h "$primary" -U postgres -D "$dir/data" -R -X stream -c fast >"$dir/basebackup.log" 2>&1 \
         || { cat "$dir/basebackup.log" >&2; return 1; }
-    pg_server_options "$dir" "$@" >"$dir/options"
+    echo "-k $dir" >"$dir/options"
     pg_start_existing "$dir"
 }
 
 # pg_rejoin_as_standby DIR PRIMARY_DIR: turns the stopped former primary in DIR into a
-# standby of PRIMARY_DIR with pg_rewind (which needs wal_log_hints or data checksums,
-# and runs crash recovery first after an immediate stop); falls back to a fresh
-# base backup when the rewind fails. Prints which of the two it did.
+# standby of the recently promoted PRIMARY_DIR with pg_rewind (which needs
+# wal_log_hints or data checksums, and runs crash recovery first after an immediate
+# stop), or with a fresh base backup when the rewind fails or the rewound standby
+# does not stream on the new timeline within 60 s. Prints which of the two it did.
 pg_rejoin_as_standby() {
-    local dir=$1 primary=$2
+    local dir=$1 primary=$2 how
     local bin; bin=$(pg_bindir) || return 1
+    # A promoted server writes its new timeline to pg_control at the next checkpoint;
+    # before that pg_rewind sees one timeline and finds "no rewind required".
+    psql -X -q "$(pg_conninfo "$primary")" -c "CHECKPOINT" >/dev/null
     if pg_as_owner "$bin/pg_rewind" -D "$dir/data" --source-server="$(pg_conninfo "$primary")" -R \
-            >"$dir/rewind.log" 2>&1; then
+            >"$dir/rewind.log" 2>&1 && pg_start_existing "$dir" && pg_wait_streaming "$dir" "$primary"; then
         echo "pg_rewind"
-    else
-        rm -rf "$dir/data"
-        pg_as_owner "$bin/pg_basebackup" -h "$primary" -U postgres -D "$dir/data" -R -X stream -c fast \
-            >"$dir/basebackup.log" 2>&1 || { cat "$dir/rewind.log" "$dir/basebackup.log" >&2; return 1; }
-        echo "pg_basebackup (pg_rewind failed: $(tail -n 1 "$dir/rewind.log"))"
+        return 0
     fi
-    pg_start_existing "$dir"
+    how="pg_basebackup (pg_rewind: $(tail -n 1 "$dir/rewind.log"))"
+    pg_stop "$dir"
+    rm -rf "$dir/data"
+    pg_start_standby "$primary" "$dir" && pg_wait_streaming "$dir" "$primary" || return 1
+    echo "$how"
+}
+
+# pg_wait_streaming STANDBY_DIR PRIMARY_DIR: true once the standby streams from the
+# primary on the primary's timeline (up to 60 s).
+pg_wait_streaming() {
+    local standby=$1 primary=$2 timeline i
+    timeline=$(psql -X -At "$(pg_conninfo "$primary")" -c "SELECT timeline_id FROM pg_control_checkpoint()") || return 1
+    for ((i = 0; i < 600; i++)); do
+        [ "$(psql -X -At "$(pg_conninfo "$standby")" -c "SELECT count(*) FROM pg_stat_wal_receiver
+            WHERE status = 'streaming' AND received_tli = $timeline" 2>/dev/null)" = 1 ] && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 pg_stop() {

@@ -29,30 +29,37 @@ hold_sql() {
 
 # ---------------------------------------------------------------- instances
 
-# kill -9 of an instance, then a restart 1-3 s later. Every other time the kill
-# waits (up to 10 s, polling job_runs every few ms on one psql session) until
-# the victim is in the middle of a run, so that runs of dead processes occur
-# and must be marked `interrupted` by a later instance.
+# catch_running [PID]: polls job_runs every few milliseconds on one psql
+# session, for up to 10 s, until a run (of process PID, or of any) is in
+# progress; prints "JOB run ID, ..." then, or nothing.
+catch_running() {
+    local filter=${1:+AND pid = $1} line="" i
+    coproc WATCH { psql -X -q -At "$soak_db application_name=soak-watcher" 2>/dev/null; }
+    for ((i = 0; i < 1500; i++)); do
+        echo "SELECT coalesce(string_agg(job || ' run ' || id, ', '), '') FROM caretaker.job_runs WHERE status = 'running' $filter;" >&"${WATCH[1]}"
+        read -t 5 -r line <&"${WATCH[0]}" || break
+        [ -n "$line" ] && break
+        sleep 0.003
+    done
+    exec {WATCH[1]}>&-
+    wait "$WATCH_PID" 2>/dev/null || true
+    echo "$line"
+}
+
+# kill -9 of an instance, then a restart 1-3 s later. Every other kill first
+# waits until the victim is in the middle of a run, so that runs of dead
+# processes occur and must be marked `interrupted` by a later instance.
 kills=0
 fault_kill() {
-    local victim=$1 pid code during="at a random moment" line i
+    local victim=$1 pid code during="at a random moment" running
     pid=$(instance_pid "$victim")
     kills=$((kills + 1))
     if [ $((kills % 2)) = 1 ]; then
-        during="idle (no run caught within 10 s)"
-        coproc WATCH { psql -X -q -At "$soak_db application_name=soak-killer" 2>/dev/null; }
-        for ((i = 0; i < 1500; i++)); do
-            echo "SELECT coalesce(string_agg(job || ' run ' || id, ', '), '') FROM caretaker.job_runs WHERE status = 'running' AND pid = $pid;" >&"${WATCH[1]}"
-            read -t 5 -r line <&"${WATCH[0]}" || break
-            if [ -n "$line" ]; then during="during $line"; break; fi
-            sleep 0.003
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        exec {WATCH[1]}>&-
-        wait "$WATCH_PID" 2>/dev/null || true
-    else
-        kill -KILL "$pid" 2>/dev/null || true
+        running=$(catch_running "$pid")
+        during=${running:+during $running}
+        during=${during:-idle (no run caught within 10 s)}
     fi
+    kill -KILL "$pid" 2>/dev/null || true
     code=$(wait_instance_exit "$victim")
     sleep $((1 + RANDOM % 3))
     start_instance "$victim"
@@ -81,21 +88,17 @@ fault_clock_skew() {
 # Reload under load: jobs.toml switches between two variants (expire-content's
 # schedule @every 3s <-> 2s and batch_size 50 <-> 20; soak-heartbeat in the
 # first, soak-reload in the second) and every instance gets SIGHUP. The moment
-# a run is in progress is chosen: the signal goes out while one is.
+# a run is in progress is chosen: the signal goes out while one is (caught within 10 s).
 reloads=0
 fault_reload() {
-    local name running="" i
+    local name running
     reloads=$((reloads + 1))
     config_variant=$((reloads % 2))
-    for ((i = 0; i < 100; i++)); do
-        running=$(soak_psql -At -c "SELECT string_agg(DISTINCT job, ', ') FROM caretaker.job_runs WHERE status = 'running'" 2>/dev/null || true)
-        [ -n "$running" ] && break
-        sleep 0.05
-    done
     write_config soak "$smtp_port"
-    record_schedule
+    running=$(catch_running)
     for name in a b c; do kill -HUP "$(instance_pid "$name")" 2>/dev/null || true; done
-    fault reload "SIGHUP to a, b, c with variant $config_variant (expire-content $expire_schedule, batch_size $expire_batch, operator job $operator_job) while running: ${running:-nothing caught}"
+    record_schedule
+    fault reload "SIGHUP to a, b, c with variant $config_variant (expire-content $expire_schedule, batch_size $expire_batch, operator job $operator_job) during ${running:-no run caught within 10 s}"
 }
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -129,7 +132,7 @@ fault_postgres_crash() {
 # and on again once the old primary has been rebuilt as one (pg_rewind, or a
 # fresh base backup), so a commit acknowledged before a failover survives it.
 fault_failover() {
-    local old new started=$EPOCHREALTIME how
+    local old new started=$EPOCHREALTIME how promoted
     old=$(primary_dir) new=$(standby_dir)
     [ -n "$new" ] || { log "failover skipped: no standby"; return 0; }
     pg_as_owner "$pg_bin/pg_ctl" -D "$old/data" -m immediate -w stop >/dev/null
@@ -137,22 +140,15 @@ fault_failover() {
     psql -X -q "$(pg_conninfo "$new")" -c "ALTER SYSTEM SET synchronous_standby_names = ''" -c "SELECT pg_reload_conf()" >/dev/null
     echo "$new" >"$work/primary"
     echo "" >"$work/standby"
-    local promoted; promoted=$(elapsed_since "$started")
-    how=$(pg_rejoin_as_standby "$old" "$new")
-    wait_streaming "$new"
-    psql -X -q "$(pg_conninfo "$new")" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
-    echo "$old" >"$work/standby"
-    fault failover "primary $(basename "$old") stopped -m immediate, $(basename "$new") promoted in $promoted s; $(basename "$old") rebuilt as its standby by $how, streaming after $(elapsed_since "$started") s"
-}
-
-# Waits (up to 60 s) until the primary in $1 has a streaming standby.
-wait_streaming() {
-    local i
-    for ((i = 0; i < 600; i++)); do
-        [ "$(psql -X -At "$(pg_conninfo "$1")" -c "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null)" = 1 ] && return 0
-        sleep 0.1
-    done
-    log "the standby did not start streaming within 60 s"
+    promoted=$(elapsed_since "$started")
+    if how=$(pg_rejoin_as_standby "$old" "$new"); then
+        psql -X -q "$(pg_conninfo "$new")" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+        echo "$old" >"$work/standby"
+    else
+        how="nothing: it could not be rebuilt (see $old/*.log); no standby, no more failovers"
+        echo "$(basename "$old"): not rebuilt as a standby after a failover" >>"$work/unexpected"
+    fi
+    fault failover "primary $(basename "$old") stopped -m immediate, $(basename "$new") promoted in $promoted s; $(basename "$old") rebuilt as its synchronous standby by $how, streaming $(elapsed_since "$started") s after the stop"
 }
 
 # ---------------------------------------------------------------- SMTP
