@@ -66,23 +66,29 @@ fault_kill() {
     fault kill-9 "instance $victim (pid $pid) $during, exit $code; restarted as pid $(instance_pid "$victim")"
 }
 
-# Clock skew: the victim is restarted under libfaketime with its wall clock
-# (and monotonic clock) 1-6 hours ahead or behind, runs so for 20 s, and is
-# restarted with the true time. Rule zero: every time decision uses the
-# database's clock, so nothing may change (the not-early checks judge it).
+# Clock skew: the victim is restarted under libfaketime (Debian's `faketime`
+# wrapper; a bare LD_PRELOAD of the library left caretaker without its
+# command-line arguments) with its clock 1-6 hours ahead or behind, runs so for
+# 20 s, and is restarted with the true time. Rule zero: every time decision uses
+# the database's clock, so nothing may change (the not-early checks judge it).
 fault_clock_skew() {
-    local victim=$1 hours=$((1 + RANDOM % 6)) sign pid code
+    local victim=$1 hours=$((1 + RANDOM % 6)) sign pid code skewed seen lines started
     sign=$([ $((RANDOM % 2)) = 0 ] && echo + || echo -)
     pid=$(instance_pid "$victim")
     kill -TERM "$pid" 2>/dev/null || true
     code=$(wait_instance_exit "$victim")
-    start_instance "$victim" env LD_PRELOAD="$libfaketime" FAKETIME="${sign}${hours}h" FAKETIME_DONT_RESET=1
-    local skewed; skewed=$(instance_pid "$victim")
-    pause_or_stop 20 || true
+    lines=$(wc -l <"$work/logs/$victim.log")
+    started=$EPOCHREALTIME
+    start_instance "$victim" faketime -f "${sign}${hours}h"
+    skewed=$(instance_pid "$victim")
+    pause_or_stop 20 || sleep 2
+    instance_alive "$victim" || echo "$victim: died while its clock was skewed (exit $(cat "$work/inst/$victim.exit"))" >>"$work/unexpected"
+    # The log's time= is the instance's own (skewed) wall clock.
+    seen=$(tail -n +$((lines + 1)) "$work/logs/$victim.log" | grep -o 'time=[^ ]*' | tail -n 1)
     kill -TERM "$skewed" 2>/dev/null || true
     wait_instance_exit "$victim" >/dev/null
     start_instance "$victim"
-    fault clock-skew "instance $victim (pid $pid, exit $code after SIGTERM) ran 20 s as pid $skewed with its clock ${sign}${hours} h off; restarted as pid $(instance_pid "$victim")"
+    fault clock-skew "instance $victim (pid $pid, exit $code after SIGTERM) ran $(elapsed_since "$started") s as pid $skewed with its clock ${sign}${hours} h off (its last log line said ${seen#time=} at $(date -u +%H:%M:%S)); restarted as pid $(instance_pid "$victim")"
 }
 
 # Reload under load: jobs.toml switches between two variants (expire-content's
