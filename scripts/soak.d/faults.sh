@@ -254,7 +254,7 @@ inject_faults() {
         round=("${round[@]:1}")
         pause_or_stop "$(fault_pause)" || return 0
         case $kind in
-            kill) fault_kill "${victims[RANDOM % 2]}" ;;
+            kill-9) fault_kill "${victims[RANDOM % 2]}" ;;
             clock-skew) fault_clock_skew "${victims[RANDOM % 2]}" ;;
             reload) fault_reload ;;
             postgres-restart) fault_postgres_restart ;;
