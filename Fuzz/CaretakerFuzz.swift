@@ -27,7 +27,7 @@ private let target: Target = {
 
 private let instants: [Date] = [0, -1, 1_774_746_000, 1_792_890_000, 951_782_400, -2_208_988_800, 4_102_444_799.5]
     .map { Date(timeIntervalSince1970: $0) }
-private let zones = ["UTC", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu"].compactMap(TimeZone.init(identifier:))
+private let zones = ["UTC", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu"].compactMap(ZoneInfo.init(identifier:))
 
 private func isControl(_ scalar: Unicode.Scalar) -> Bool {
     scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
@@ -71,7 +71,7 @@ private func fuzzConfiguration(_ text: String) {
     }
 }
 
-private func fuzzSchedule(_ text: String, zone: TimeZone) {
+private func fuzzSchedule(_ text: String, zone: ZoneInfo) {
     guard let schedule = try? Schedule(parsing: text, timeZone: zone) else { return }
     for date in instants {
         guard let next = schedule.nextDate(after: date) else { continue }

@@ -15,6 +15,7 @@ public final class TemporaryPostgres: Sendable {
     public let binDirectory: String
     private let counter = Atomic<Int>(0)
     private let templateLock = Mutex(false)
+    private let standbyLock = Mutex(false)
 
     /// The cluster every test in this process shares; each test gets its own database.
     public static let shared: TemporaryPostgres = {
@@ -42,10 +43,54 @@ public final class TemporaryPostgres: Sendable {
 
     /// Starts the server (after `stop()`, for outage tests).
     public func start() throws {
-        let options = "-k \(directory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
-            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
         try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log",
-                        "-o", options, "-w", "start"], log: "pg_ctl.log")
+                        "-o", Self.serverOptions(socketDirectory: directory), "-w", "start"], log: "pg_ctl.log")
+    }
+
+    /// A standby's `max_connections` must be at least its primary's: both use these.
+    private static func serverOptions(socketDirectory: String) -> String {
+        "-k \(socketDirectory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
+            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+    }
+
+    // MARK: A streaming standby
+
+    /// Where the standby lives, inside `directory` (the watcher stops it first).
+    private var standbyPath: String { directory + "/standby" }
+
+    /// The socket directory of a hot standby streaming from this cluster, started on
+    /// first use (`pg_basebackup -R`: `standby.signal` and `primary_conninfo`) and
+    /// stopped when the test process exits.
+    public func standbyDirectory() throws -> String {
+        let standby = standbyPath
+        try standbyLock.withLock { started in
+            guard !started else { return }
+            try runAsOwner(["/bin/mkdir", "-p", standby], log: "mkdir.log")
+            try runAsOwner([binDirectory + "/pg_basebackup", "-h", directory, "-p", "5432", "-U", "postgres",
+                            "-D", standby + "/data", "-R", "-X", "stream", "-c", "fast", "--no-sync"], log: "pg_basebackup.log")
+            try runAsOwner([binDirectory + "/pg_ctl", "-D", standby + "/data", "-l", standby + "/server.log",
+                            "-o", Self.serverOptions(socketDirectory: standby), "-w", "start"], log: "pg_ctl-standby.log")
+            started = true
+        }
+        return standby
+    }
+
+    /// The standby's conninfo for `database`, once the standby has replayed its creation.
+    public func standbyConninfo(database: String, timeout: Duration = .seconds(60)) throws -> String {
+        let conninfo = "host=\(try standbyDirectory()) port=5432 user=postgres dbname=\(database)"
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                let connection = try Connection(.init(conninfo: conninfo, applicationName: "caretaker-tests"))
+                _ = try connection.query("SELECT 1")
+                return conninfo
+            } catch {
+                if ContinuousClock.now > deadline {
+                    throw TemporaryPostgresError(message: "the standby did not replay database \(database): \(error)")
+                }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
     }
 
     /// Stops the server at once (`-m immediate`): what a crash or power loss looks like to clients.
@@ -119,11 +164,12 @@ public final class TemporaryPostgres: Sendable {
         }
     }
 
-    /// A detached shell that waits for this process to exit, then stops the server and removes the directory.
+    /// A detached shell that waits for this process to exit, then stops the standby
+    /// (if one was started) and the server, and removes the directory.
     private func startWatcher() throws {
-        let stop = Self.isRoot
-            ? "runuser -u postgres -- \(binDirectory)/pg_ctl -D \(directory)/data -m immediate -w stop"
-            : "\(binDirectory)/pg_ctl -D \(directory)/data -m immediate -w stop"
+        let pgCtl = (Self.isRoot ? "runuser -u postgres -- " : "") + binDirectory + "/pg_ctl"
+        let stop = "{ [ ! -d \(standbyPath)/data ] || \(pgCtl) -D \(standbyPath)/data -m immediate -w stop; "
+            + "\(pgCtl) -D \(directory)/data -m immediate -w stop; }"
         let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(directory)"
         _ = try ChildProcess.spawn(["/bin/sh", "-c", script], newSession: true)
     }

@@ -9,17 +9,27 @@ public struct TestDatabase: @unchecked Sendable {
     public let conninfo: String
     /// A connection for arranging and inspecting data (not the one jobs run on).
     public let connection: Connection
+    /// `database.app_schema`; the connection's `search_path` starts with it.
+    public let appSchema: String
 
-    public init(_ test: String = #function, migrated: Bool = true) throws {
+    /// `appSchema` other than `public`: migrated into that schema instead of copied from the template.
+    public init(_ test: String = #function, migrated: Bool = true, appSchema: String = "public") throws {
         let server = TemporaryPostgres.shared
-        name = try server.makeDatabase(test, migrated: migrated)
+        name = try server.makeDatabase(test, migrated: migrated && appSchema == "public")
         conninfo = server.conninfo(database: name)
         connection = try server.connect(database: name)
+        self.appSchema = appSchema
+        if appSchema != "public" {
+            if migrated { try Migrator(appSchema: appSchema).migrate(on: connection) }
+            try connection.query("SELECT set_config('search_path', $1, false)", quoteIdentifier(appSchema) + ", public")
+        }
     }
 
     /// A `jobs.toml` pointing at this database, followed by `extra` (tables other than `[database]`).
     public func configurationText(_ extra: String = "") -> String {
-        "[database]\nurl = \"\(conninfo)\"\n\n" + extra
+        let schema = appSchema == "public" ? ""
+            : "app_schema = \"\(appSchema.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""))\"\n"
+        return "[database]\nurl = \"\(conninfo)\"\n\(schema)\n" + extra
     }
 
     public func configuration(_ extra: String = "") throws -> Configuration {

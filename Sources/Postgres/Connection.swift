@@ -73,12 +73,17 @@ public final class Connection: @unchecked Sendable {
         canceller = Mutex(CancelHandle(PQgetCancel(connection)))
     }
 
-    /// `message` with every password of `configuration` (the separate one, and any
-    /// in the conninfo, as written and percent-decoded) replaced by `***`.
+    /// `message` with every password of `configuration` replaced by `***`: the
+    /// separate one and every password-like parameter libpq finds in the conninfo.
+    /// When libpq cannot parse the conninfo, whatever its message quotes is hidden.
     static func redactingPasswords(_ message: String, of configuration: Configuration) -> String {
-        var secrets = ConninfoPasswords.find(in: configuration.conninfo)
-        if let password = configuration.password { secrets.append(password) }
+        var secrets = configuration.password.map { [$0] } ?? []
         var result = message
+        if let found = ConninfoSecrets.values(in: configuration.conninfo) {
+            secrets += found
+        } else {
+            result = ConninfoSecrets.withoutQuotedText(result)
+        }
         for secret in Set(secrets).filter({ !$0.isEmpty }).sorted(by: { $0.utf8.count > $1.utf8.count }) {
             result = result.replacing(secret, with: "***")
         }
@@ -118,6 +123,35 @@ public final class Connection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: any PostgresBindable...) throws(PostgresError) -> QueryResult {
         try query(sql, parameters)
+    }
+
+    /// Runs one statement without parameters, giving up when no answer came within
+    /// `timeout` (a pooler can hold a statement in its queue far longer than any
+    /// server-side `statement_timeout` covers).
+    ///
+    /// - Important: after a timeout the statement is still pending on this
+    ///   connection, which is then good for nothing else: close it.
+    @discardableResult
+    public func query(_ sql: String, timeout: Duration) throws(PostgresError) -> QueryResult {
+        guard PQsendQuery(handle, sql) == 1 else { throw connectionError() }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            guard PQconsumeInput(handle) == 1 else { throw connectionError() }
+            if PQisBusy(handle) == 0 { break }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw PostgresError(kind: .connection, message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            if poll(&descriptor, 1, Int32(clamping: max(1, milliseconds))) < 0 && errno != EINTR {
+                throw PostgresError(kind: .connection, message: "poll failed while waiting for the server")
+            }
+        }
+        let result = PQgetResult(handle)
+        // A single statement ends with one NULL result; drain it so the connection is idle again.
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        return try consume(result)
     }
 
     /// One statement of a `pipeline`: SQL with `$1…$n` and their values.
@@ -266,7 +300,7 @@ public final class Connection: @unchecked Sendable {
         let sqlState = field(result, "C")
         let primary = field(result, "M") ?? Self.trimmed(PQresultErrorMessage(result))
         let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
-        return PostgresError(kind: kind, sqlState: sqlState, message: primary)
+        return PostgresError(kind: kind, sqlState: sqlState, message: primary, constraint: field(result, "n"))
     }
 
     private func field(_ result: OpaquePointer, _ code: Character) -> String? {
@@ -320,83 +354,43 @@ private func withOptionalCStringArray<R>(_ strings: [String?], _ body: ([UnsafeP
     return body(pointers)
 }
 
-/// Finds the passwords written in a libpq conninfo, even a malformed one, so that
-/// error messages can be scrubbed of them. Errs on the side of finding too much.
-enum ConninfoPasswords {
-    static func find(in conninfo: String) -> [String] {
-        var found: [String] = []
-        let text = Substring(conninfo)
-        for scheme in ["postgresql://", "postgres://"] where text.hasPrefix(scheme) {
-            let rest = text.dropFirst(scheme.count)
-            // Like libpq: user info ends at the first '@' before any '/'.
-            let authority = rest.prefix { $0 != "/" }
-            if let at = authority.firstIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                let password = rest[rest.index(after: colon)..<at]
-                found += [String(password), percentDecoded(password)]
-            }
-            if let question = rest.firstIndex(of: "?") {
-                for parameter in rest[rest.index(after: question)...].split(separator: "&") {
-                    let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    if parts.count == 2, percentDecoded(parts[0]) == "password" {
-                        found += [String(parts[1]), percentDecoded(parts[1])]
-                    }
-                }
-            }
-            return found
+/// The secrets of a libpq conninfo, as libpq itself reads them.
+enum ConninfoSecrets {
+    /// The values of every password-like parameter (those libpq shows as `*`:
+    /// `password`, `sslpassword`, …) of `conninfo`, key/value or URI, percent-decoded;
+    /// `nil` when libpq cannot parse it.
+    static func values(in conninfo: String) -> [String]? {
+        var parseError: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &parseError) else {
+            if let parseError { PQfreemem(parseError) }
+            return nil
         }
-        // key = value pairs; a value is a bare word or a 'quoted string' with \ escapes.
-        var rest = text[...]
-        while let range = rest.firstRange(of: "password") {
-            var cursor = range.upperBound
-            while cursor < rest.endIndex, rest[cursor] == " " || rest[cursor] == "\t" { cursor = rest.index(after: cursor) }
-            guard cursor < rest.endIndex, rest[cursor] == "=" else { rest = rest[range.upperBound...]; continue }
-            cursor = rest.index(after: cursor)
-            while cursor < rest.endIndex, rest[cursor] == " " || rest[cursor] == "\t" { cursor = rest.index(after: cursor) }
-            let value: Substring
-            if cursor < rest.endIndex, rest[cursor] == "'" {
-                var end = rest.index(after: cursor)
-                var unescaped = ""
-                while end < rest.endIndex, rest[end] != "'" {
-                    if rest[end] == "\\", rest.index(after: end) < rest.endIndex { end = rest.index(after: end) }
-                    unescaped.append(rest[end])
-                    end = rest.index(after: end)
-                }
-                value = rest[rest.index(after: cursor)..<end]
-                found.append(unescaped)
-                rest = end < rest.endIndex ? rest[rest.index(after: end)...] : ""
-            } else {
-                value = rest[cursor...].prefix { $0 != " " && $0 != "\t" && $0 != "\n" }
-                rest = rest[value.endIndex...]
+        defer { PQconninfoFree(options) }
+        var found: [String] = []
+        var option = options
+        while option.pointee.keyword != nil {
+            if let display = option.pointee.dispchar, display.pointee == CChar(UInt8(ascii: "*")),
+               let value = option.pointee.val {
+                found.append(String(cString: value))
             }
-            found.append(String(value))
+            option += 1
         }
         return found
     }
 
-    /// `%XX` escapes decoded (invalid ones left as they are).
-    private static func percentDecoded(_ text: Substring) -> String {
-        var bytes: [UInt8] = []
-        let utf8 = Array(text.utf8)
-        var index = 0
-        while index < utf8.count {
-            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
-               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
-                bytes.append(high << 4 | low)
-                index += 3
-            } else {
-                bytes.append(utf8[index])
-                index += 1
+    /// `message` with every double-quoted part replaced by `"***"`: what libpq
+    /// quotes back from a conninfo it cannot parse may hold a password.
+    static func withoutQuotedText(_ message: String) -> String {
+        var result = ""
+        var inQuote = false
+        for character in message {
+            if character == "\"" {
+                result.append(inQuote ? "***\"" : "\"")
+                inQuote.toggle()
+            } else if !inQuote {
+                result.append(character)
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        return inQuote ? result + "***" : result
     }
 }

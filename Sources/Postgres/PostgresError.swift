@@ -16,11 +16,14 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let sqlState: String?
     /// The server's (or libpq's) primary message, trimmed.
     public let message: String
+    /// The constraint that failed (`PG_DIAG_CONSTRAINT_NAME`), for integrity errors.
+    public let constraint: String?
 
-    public init(kind: Kind, sqlState: String? = nil, message: String) {
+    public init(kind: Kind, sqlState: String? = nil, message: String, constraint: String? = nil) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
+        self.constraint = constraint
     }
 
     public var description: String {
@@ -38,6 +41,16 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isSerializationFailure: Bool { sqlState == "40001" }
     /// `42P01` / `42703` / `3F000`: a table, column or schema the statement names is missing.
     public var isUndefinedObject: Bool { ["42P01", "42703", "3F000", "42883"].contains(sqlState ?? "") }
+    /// `25006`: a write on a read-only server (a standby) or in a read-only transaction.
+    public var isReadOnly: Bool { sqlState == "25006" }
+    /// An error one row raised for reasons of the app's own: a constraint (class 23:
+    /// a foreign key, a check, …), a trigger's `RAISE` (`P0001`, `P0004`), a row
+    /// lock held too long (`55P03`), a deadlock (`40P01`) or a serialization
+    /// failure (`40001`). Retrying the other rows of the batch one by one is worth it.
+    public var isRowLevel: Bool {
+        guard kind == .query, let sqlState else { return false }
+        return sqlState.hasPrefix("23") || ["P0001", "P0004", "55P03", "40P01", "40001"].contains(sqlState)
+    }
     /// The connection is gone (class 08, admin shutdown 57P01–57P03, or libpq lost it).
     public var isConnectionLost: Bool {
         if kind == .connection { return true }

@@ -24,9 +24,14 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
-                let (_, connection) = try common.connect(configuration)
+                let (connector, connection) = try common.connect(configuration)
                 findings.append(Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
-                findings += try sessionFindings(connection)
+                if try DatabaseRole.isStandby(connection) {
+                    findings.append(Finding(check: "database role", ok: false,
+                                            detail: "\(DatabaseRole.standbyMessage): \(DatabaseRole.standbyAdvice)"))
+                }
+                let pooler = try PoolerCheck.probe(connection, connector: connector)
+                findings.append(Finding(check: "session pooling", ok: pooler.keepsOwnSessions, detail: "\(pooler)"))
                 let schemaFindings = try schema(connection, configuration: configuration)
                 findings += schemaFindings
                 if schemaFindings.allSatisfy(\.ok) {
@@ -37,18 +42,6 @@ extension Caretaker {
                 print(json ? Self.json(findings) : Self.table(findings))
                 return findings.allSatisfy(\.ok) ? .ok : .jobFailed
             }
-        }
-
-        /// Advisory locks and LISTEN need one server session per connection; a
-        /// transaction-mode pooler hands each statement to a different backend.
-        private func sessionFindings(_ connection: Connection) throws -> [Finding] {
-            let first = try connection.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
-            let second = try connection.query("SELECT pg_backend_pid() AS pid").first?.int("pid")
-            if first != second {
-                return [Finding(check: "session pooling", ok: false,
-                                detail: "consecutive statements ran on different server backends: a transaction-mode pooler? caretaker needs a direct connection or session pooling")]
-            }
-            return []
         }
 
         private func schema(_ connection: Connection, configuration: Configuration) throws -> [Finding] {

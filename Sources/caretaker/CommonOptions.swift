@@ -41,6 +41,19 @@ struct CommonOptions: ParsableArguments {
             throw Failure(.databaseUnavailable, "database unavailable: \(error)")
         }
     }
+
+    /// Exits 69 when the database is a standby: `command` writes.
+    func requirePrimary(_ connection: Connection, for command: String) throws {
+        guard try DatabaseRole.isStandby(connection) else { return }
+        throw Failure(.databaseUnavailable,
+                      "database unavailable: \(DatabaseRole.standbyMessage); `\(command)` needs the primary: \(DatabaseRole.standbyAdvice)")
+    }
+
+    /// Says on stderr when the database is a standby: what a read-only command shows may lag the primary.
+    func noteStandby(_ connection: Connection) throws {
+        guard try DatabaseRole.isStandby(connection) else { return }
+        printError("note: \(DatabaseRole.standbyMessage); showing what it has replayed from the primary so far")
+    }
 }
 
 extension WorkerOptions.LogFormat: ExpressibleByArgument {}
@@ -80,6 +93,12 @@ extension ParsableCommand {
         } catch let failure as Failure {
             printError(failure.message)
             throw ExitCode(failure.status.rawValue)
+        } catch let error as ConfigurationError {
+            printError("configuration error: \(error)")
+            throw ExitCode(ExitStatus.configuration.rawValue)
+        } catch let error as PostgresError where error.isReadOnly {
+            printError("database unavailable: \(error) — \(DatabaseRole.standbyAdvice)")
+            throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
         } catch let error as PostgresError where error.isConnectionLost {
             printError("database unavailable: \(error)")
             throw ExitCode(ExitStatus.databaseUnavailable.rawValue)

@@ -39,6 +39,7 @@ extension Caretaker {
                     throw ValidationError("unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
                 }
                 let (_, connection) = try common.connect(configuration)
+                try common.noteStandby(connection)
                 let records = try RunRecord.recent(connection, .init(job: job, status: status, limit: limit))
                 print(json ? Self.json(records) : Self.table(records))
                 return .ok

@@ -16,6 +16,7 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 let (_, connection) = try common.connect(configuration)
+                try common.requirePrimary(connection, for: "migrate")
                 let migrator = Migrator(appSchema: configuration.database.appSchema)
                 let migrations = try migrator.migrate(on: connection, dryRun: dryRun)
                 if migrations.isEmpty {

@@ -7,7 +7,7 @@ extension Caretaker {
     struct Once: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run jobs once now, record them in caretaker.job_runs, then exit.",
-            discussion: "Exit status: 0 all succeeded, 1 a job failed, 75 a job was already running elsewhere.")
+            discussion: "Exit status: 0 all succeeded, 1 a job failed, 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration.")
 
         @OptionGroup var common: CommonOptions
 
@@ -29,10 +29,14 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 let selected = try select(from: configuration)
-                let (_, connection) = try common.connect(configuration)
+                let (connector, connection) = try common.connect(configuration)
+                try common.requirePrimary(connection, for: "once")
+                let logger = Logger(label: "caretaker")
+                let pooler = try PoolerCheck.probe(connection, connector: connector)
+                if !pooler.keepsOwnSessions { logger.warning("\(pooler); running anyway") }
                 let runner = JobRunner(configuration: configuration,
                                        mail: try MailSetup.transport(for: selected, configuration: configuration),
-                                       logger: Logger(label: "caretaker"))
+                                       logger: logger)
                 return try runAll(selected, runner: runner, connection: connection)
             }
         }

@@ -7,7 +7,7 @@ extension Caretaker {
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run the scheduler as a long-running service (systemd Type=notify).",
-            discussion: "Waits for the database while it is unreachable. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml.")
+            discussion: "Waits for the database while it is unreachable; exits 78 behind a pooler in transaction or statement mode. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml.")
 
         @OptionGroup var common: CommonOptions
 

@@ -376,7 +376,7 @@ import Testing
         try app.query("BEGIN")
         try app.query("DELETE FROM community_members WHERE community_id = $1 AND user_id = $2", c, senior)
         let (_, stats) = try run("[jobs.leader-succession]\nlock_timeout = \"200ms\"\n")
-        #expect(stats["communities_skipped"] == 1)
+        #expect(stats["communities_blocked"] == 1)
         #expect(try state(of: c).leader == nil)
         try app.query("COMMIT")
         #expect(try run().stats["leaders_appointed"] == 1)

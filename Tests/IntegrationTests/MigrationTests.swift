@@ -41,6 +41,56 @@ import Testing
         #expect(counts == [0, Migration.all.count])
     }
 
+    @Test("migrate builds the posts indexes CONCURRENTLY: an existing app keeps writing to posts meanwhile")
+    func indexesDoNotBlockTheApp() async throws {
+        let db = try TestDatabase(migrated: false)
+        let server = TemporaryPostgres.shared
+        // An existing app: its tables, no caretaker yet, and a writer whose transaction is still open.
+        try db.connection.execute(script: Migration.all.first { $0.version == 2 }!.sql(appSchema: "public"))
+        try db.connection.execute(script: "DROP INDEX IF EXISTS posts_created_idx, posts_pack_idx, posts_author_idx")
+        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
+        let writer = try server.connect(database: db.name)
+        try writer.query("BEGIN")
+        try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        let name = db.name
+        let migration = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }
+        // Wait until migrate is building an index (and waiting for the open writer).
+        var building = false
+        for _ in 0..<300 where !building {
+            building = try db.count("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
+                """, name) > 0
+            if !building { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(building, "migrate never reached the index build")
+        // Another app write goes through at once: a plain CREATE INDEX would queue it behind the build.
+        let app = try server.connect(database: name)
+        try app.query("SET lock_timeout = '2s'")
+        #expect(throws: Never.self, "the app's write was blocked by the index build") {
+            try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        }
+        try writer.query("COMMIT")
+        #expect(try await migration.value == Migration.all.count)
+        #expect(try db.count("""
+            SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx') AND i.indisvalid
+            """) == 4)
+    }
+
+    @Test("an index build that failed half-way is dropped and built again by the next migrate")
+    func invalidIndexIsRebuilt() throws {
+        let db = try TestDatabase(migrated: false)
+        let migrator = Migrator(appSchema: "public")
+        try migrator.migrate(on: db.connection)
+        // What a CREATE INDEX CONCURRENTLY that failed leaves: an invalid index, the version not recorded.
+        try db.connection.execute(script: """
+            UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_likes_created_idx'::regclass;
+            DELETE FROM caretaker.schema_migrations WHERE version = 4;
+            """)
+        #expect(try migrator.migrate(on: db.connection).map(\.version) == [4])
+        #expect(try db.count("SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_likes_created_idx'::regclass AND indisvalid") == 1)
+    }
+
     @Test("check names a dropped column and a wrong type")
     func checkNamesColumns() throws {
         let db = try TestDatabase()

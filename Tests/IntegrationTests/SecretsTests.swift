@@ -184,6 +184,8 @@ import Glibc
         [mail]
         url = "\(server.url)"
         username = "\(smtpUser)"
+        # The test server listens on loopback without TLS.
+        allow_plaintext_auth = true
         \(passwordFile.map { "password_file = \"\($0)\"" } ?? "")
         from = "Community <no-reply@example.org>"
         """

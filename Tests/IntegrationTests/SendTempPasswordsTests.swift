@@ -208,6 +208,40 @@ import Testing
         #expect(try server.messages().count == 3)
     }
 
+    @Test("a mail that went out but whose result was not recorded counts against max_per_hour")
+    func unrecordedSendCounts() throws {
+        let server = try TestSMTPServer.start()
+        defer { server.stop() }
+        try user("gina@example.org")
+        // What a run leaves when the mail went out and transaction B failed (or the
+        // worker died mid-send): pending, in flight, attempted a minute ago.
+        try db.connection.query("""
+            INSERT INTO password_reset_requests (email, requested_at, attempts, next_attempt_at, last_error)
+            VALUES ('gina@example.org', now() - interval '1 minute', 1, now() + interval '59 seconds',
+                    'sending interrupted; delivery unknown')
+            """)
+        let fresh = try request("gina@example.org")
+        let stats = try db.runSucceeding("send-temp-passwords", Self.cheap + "max_per_hour = 1\n", mail: try transport(server.url))
+        #expect(stats["ignored"] == 1 && stats["sent"] == 0, "\(stats)")
+        #expect(try requestRow(fresh)["last_error"] == "rate limited")
+        #expect(try server.messages().isEmpty)
+    }
+
+    @Test("a bcrypt_cost that takes longer than a transaction may idle still sends: the hash is made outside it")
+    func slowHashOutsideTransaction() throws {
+        let server = try TestSMTPServer.start()
+        defer { server.stop() }
+        let alice = try user("alice@example.org")
+        let req = try request("alice@example.org")
+        // idle_in_transaction_session_timeout is 2 × statement_timeout = 100 ms; cost 13 hashes for far longer.
+        let stats = try db.runSucceeding("send-temp-passwords", "[jobs.send-temp-passwords]\nbcrypt_cost = 13\nstatement_timeout = \"50ms\"\n",
+                                         mail: try transport(server.url))
+        #expect(stats["sent"] == 1, "\(stats)")
+        #expect(try requestRow(req)["status"] == "sent")
+        let mail = try #require(try server.waitForMessages(count: 1, timeout: .seconds(5)).first)
+        #expect(try verifiesWithCrypt(try password(in: mail), user: alice))
+    }
+
     @Test("max_per_hour is configurable")
     func configuredRateLimit() throws {
         let server = try TestSMTPServer.start()

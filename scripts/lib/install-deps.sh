@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Installs the Debian packages caretaker needs to build and test, when missing.
 install_deps() {
-    local wanted=(libpq-dev libcurl4-openssl-dev libcrypt-dev postgresql postgresql-contrib python3-aiosmtpd pkg-config util-linux systemd
+    local wanted=(libpq-dev libcurl4-openssl-dev libcrypt-dev postgresql postgresql-contrib python3-aiosmtpd pgbouncer pkg-config util-linux systemd
                   faketime libfaketime)
     local missing=()
     for package in "${wanted[@]}"; do

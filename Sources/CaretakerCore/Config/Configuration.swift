@@ -63,6 +63,16 @@ public struct MailOptions: Sendable {
     public var from: String = "Community <no-reply@example.org>"
     /// For `transport = "file"`.
     public var directory: String = ""
+    /// Lets `smtp://` log in without STARTTLS (a relay on loopback); off by default.
+    public var allowPlaintextAuth: Bool = false
+
+    /// True when an `smtp://` URL without STARTTLS would carry a login: a
+    /// `username`, or a `user@` in the URL.
+    var sendsPasswordInClear: Bool {
+        guard url.lowercased().hasPrefix("smtp://"), !starttls else { return false }
+        let authority = url.dropFirst("smtp://".count).prefix { $0 != "/" && $0 != "?" }
+        return !username.isEmpty || authority.contains("@")
+    }
 }
 
 /// One `[jobs.NAME]` table: the keys every job has plus its own settings.
@@ -83,6 +93,9 @@ public struct JobConfiguration: Sendable {
     /// When `check` calls the job stale; `nil` means three of its periods.
     public var staleAfter: Duration?
     public var settings: JobSettings
+
+    /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).
+    public static let longestTimeout: Duration = .milliseconds(Int64(Int32.max))
 
     /// `stale_after`, or three periods of the schedule after `date`.
     public func staleness(after date: Date) -> Duration {

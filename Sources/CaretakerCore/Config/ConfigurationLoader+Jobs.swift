@@ -108,8 +108,10 @@ extension ConfigurationLoader {
             enabled: enabled,
             schedule: schedule,
             timeZoneName: zoneLabel,
-            statementTimeout: try table.duration("statement_timeout", default: .seconds(30), minimum: .milliseconds(1)),
-            lockTimeout: try table.duration("lock_timeout", default: .seconds(2), minimum: .milliseconds(1)),
+            statementTimeout: try table.duration("statement_timeout", default: .seconds(30), minimum: .milliseconds(1),
+                                                 maximum: JobConfiguration.longestTimeout),
+            lockTimeout: try table.duration("lock_timeout", default: .seconds(2), minimum: .milliseconds(1),
+                                            maximum: JobConfiguration.longestTimeout),
             maxRuntime: try table.duration("max_runtime", default: .seconds(300), minimum: .milliseconds(1)),
             batchSize: try table.integer("batch_size",
                                          default: worker.lowFootprint ? lowFootprintBatchSize : defaultBatchSize,
@@ -162,6 +164,7 @@ extension ConfigurationLoader {
         } catch {
             throw table.error("template_file", "cannot read \(resolved) (\(error))")
         }
+        if text.utf8.contains(0) { throw table.error("template_file", "\(resolved) contains a NUL byte") }
         switch MailTemplate.parse(text) {
         case .success(let template): return template
         case .failure(let problem): throw table.error("template_file", "\(resolved): \(problem.message)")

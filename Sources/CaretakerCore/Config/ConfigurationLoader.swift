@@ -102,9 +102,16 @@ public enum ConfigurationLoader {
         options.starttls = try table.bool("starttls", default: false)
         options.username = try table.string("username", default: "")
         options.passwordFile = try table.string("password_file", default: "")
+        options.allowPlaintextAuth = try table.bool("allow_plaintext_auth", default: false)
+        if kind == .smtp, options.sendsPasswordInClear, !options.allowPlaintextAuth {
+            throw table.error("username", "smtp:// without starttls would send the SMTP password in clear text: "
+                + "set starttls = true or use smtps://; only for a relay on this machine set allow_plaintext_auth = true")
+        }
         options.from = try table.string("from", default: options.from)
-        if options.from.isEmpty || options.from.contains(where: { $0 == "\r" || $0 == "\n" }) {
-            throw table.error("from", "must be one address such as \"Community <no-reply@example.org>\"")
+        do {
+            _ = try Mailbox(parsing: options.from)
+        } catch {
+            throw table.error("from", "\"\(options.from)\" is not one address such as \"Community <no-reply@example.org>\": \(error)")
         }
         options.directory = try table.string("directory", default: "")
         if kind == .file, options.directory.isEmpty {

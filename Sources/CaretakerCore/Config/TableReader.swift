@@ -29,15 +29,22 @@ struct TableReader {
     }
 
     mutating func string(_ key: String, default fallback: String) throws(ConfigurationError) -> String {
-        guard let found = value(key) else { return fallback }
-        guard case .string(let text) = found else { throw mismatch(key, "a string", found) }
-        return text
+        try optionalString(key) ?? fallback
     }
 
+    /// A string; one holding a NUL byte is refused: C libraries (libpq, libcurl)
+    /// would cut it there and act on the part before.
     mutating func optionalString(_ key: String) throws(ConfigurationError) -> String? {
         guard let found = value(key) else { return nil }
         guard case .string(let text) = found else { throw mismatch(key, "a string", found) }
+        try refuseNUL(text, key)
         return text
+    }
+
+    private func refuseNUL(_ text: String, _ key: String) throws(ConfigurationError) {
+        if text.utf8.contains(0) {
+            throw error(key, "contains a NUL byte (\\u0000), which cannot be passed on safely: remove it")
+        }
     }
 
     /// A sub-table such as `[mail]`; `nil` when absent.
@@ -77,22 +84,28 @@ struct TableReader {
         return int
     }
 
-    mutating func duration(_ key: String, default fallback: Duration, minimum: Duration = .zero) throws(ConfigurationError) -> Duration {
-        try optionalDuration(key, minimum: minimum) ?? fallback
+    mutating func duration(_ key: String, default fallback: Duration, minimum: Duration = .zero,
+                           maximum: Duration? = nil) throws(ConfigurationError) -> Duration {
+        try optionalDuration(key, minimum: minimum, maximum: maximum) ?? fallback
     }
 
     /// A duration string; `""` counts as absent (used for switches such as `leader_inactive_after`).
-    mutating func optionalDuration(_ key: String, minimum: Duration = .zero) throws(ConfigurationError) -> Duration? {
+    mutating func optionalDuration(_ key: String, minimum: Duration = .zero,
+                                   maximum: Duration? = nil) throws(ConfigurationError) -> Duration? {
         guard let found = value(key) else { return nil }
         guard case .string(let text) = found else {
             throw error(key, "expected a duration string such as \"90s\", found \(found.typeName)")
         }
+        try refuseNUL(text, key)
         if text.isEmpty { return nil }
         guard let duration = DurationText.parse(text) else {
             throw error(key, "\"\(text)\" is not a duration: use a number and a unit, e.g. \"500ms\", \"90s\", \"10m\", \"24h\", \"30d\"")
         }
         guard duration >= minimum else {
             throw error(key, "must be at least \(DurationText.format(minimum))")
+        }
+        if let maximum, duration > maximum {
+            throw error(key, "must be at most \(DurationText.format(maximum))")
         }
         return duration
     }

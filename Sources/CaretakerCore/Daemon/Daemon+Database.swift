@@ -64,6 +64,7 @@ extension Daemon {
     /// LISTENs. After a gap (any connection but the first) NOTIFYs may have been
     /// missed, so the jobs that listen run once to pick them up.
     private func prepare(_ connection: Connection) throws {
+        if try DatabaseRole.isStandby(connection) { throw DatabaseRole.standbyError }
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         guard applied.contains(1) else {
             throw PostgresError(kind: .query, message: "caretaker's schema is missing: run `caretaker migrate`")

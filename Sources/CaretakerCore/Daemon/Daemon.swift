@@ -102,6 +102,7 @@ public final class Daemon: @unchecked Sendable {
             "version": "\(caretakerVersion)", "config": "\(configurationPath)",
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
         guard waitForDatabase() else { return shutdown() }
+        if refusesSharedSessions() { return .configuration }
         planInitialRuns()
         notifier.ready(status: statusLine())
         logger.info("ready", metadata: ["jobs": "\(enabledJobs.map(\.name).joined(separator: ","))"])

@@ -50,6 +50,10 @@ public enum Secrets {
         } catch {
             throw SecretError(message: "cannot read \(purpose) \(path): \(error)")
         }
+        // A C library would cut the secret at a NUL byte: refuse it rather than send a part.
+        if text.utf8.contains(0) {
+            throw SecretError(message: "\(purpose) \(path) contains a NUL byte: write the secret alone, without one")
+        }
         // Files written with `echo` end in a newline that is not part of the secret.
         return String(text.trimmingSuffix(while: { $0 == "\n" || $0 == "\r" }))
     }

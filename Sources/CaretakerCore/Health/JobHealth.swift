@@ -5,8 +5,11 @@ import Foundation
 #endif
 import Postgres
 
-/// Whether each enabled job is healthy: its last run did not fail and its last
-/// success is recent enough (`stale_after`, default three periods).
+/// Whether each enabled job is healthy: its last run did not fail, its last
+/// success is recent enough (`stale_after`, default three periods), and its runs
+/// do not keep skipping rows the app protects (the last `blockedRunsLimit` runs
+/// each reporting a `…_blocked` counter above zero: the same rows, most likely,
+/// that only the app's owner can set free).
 public struct JobHealth: Sendable {
     public let job: String
     public let healthy: Bool
@@ -14,6 +17,9 @@ public struct JobHealth: Sendable {
     public let reason: String
     public let lastStatus: String?
     public let lastSuccessAt: String?
+
+    /// This many finished runs in a row with blocked rows make a job unhealthy.
+    public static let blockedRunsLimit = 3
 
     /// Judges every enabled job against the database clock.
     public static func assess(_ connection: Connection, configuration: Configuration) throws -> [JobHealth] {
@@ -25,6 +31,22 @@ public struct JobHealth: Sendable {
         return try configuration.jobs.filter(\.enabled).map { job in
             try assess(job, connection: connection, now: now, installed: installed)
         }
+    }
+
+    /// The latest run's blocked counters (`posts_blocked=1`) when each of the last
+    /// `blockedRunsLimit` finished runs blocked some rows; else nil.
+    private static func keepsBlocking(_ job: JobConfiguration, connection: Connection) throws -> String? {
+        let row = try connection.query("""
+            SELECT count(*) AS runs, count(blocked) AS blocked, (array_agg(blocked ORDER BY started_at DESC, id DESC))[1] AS latest
+            FROM (SELECT r.started_at, r.id,
+                         (SELECT string_agg(e.key || '=' || e.value, ' ' ORDER BY e.key) FROM jsonb_each_text(r.stats) e
+                          WHERE e.key LIKE '%\\_blocked' AND e.value <> '0') AS blocked
+                  FROM caretaker.job_runs r
+                  WHERE r.job = $1 AND NOT r.dry_run AND r.status IN ('succeeded', 'failed', 'interrupted')
+                  ORDER BY r.started_at DESC, r.id DESC LIMIT $2) recent
+            """, job.name, blockedRunsLimit).first
+        guard let row, row.int("runs") == blockedRunsLimit, row.int("blocked") == blockedRunsLimit else { return nil }
+        return row["latest"]
     }
 
     private static func assess(_ job: JobConfiguration, connection: Connection, now: Double, installed: Double) throws -> JobHealth {
@@ -58,6 +80,10 @@ public struct JobHealth: Sendable {
         }
         if now - lastSuccess > stale {
             return health(false, "last success is older than stale_after (\(staleText))")
+        }
+        if let blocked = try keepsBlocking(job, connection: connection) {
+            return health(false, "the last \(blockedRunsLimit) runs each skipped rows the app protects (latest: \(blocked)): "
+                + "the run's warning in the log names the constraint or trigger and the rows")
         }
         return health(true, "ok")
     }

@@ -53,8 +53,7 @@ struct ExpireContent: Job {
                 try sweepPosts(context, queries, pages: pages, &progress)
             }
         }
-        if context.wasInterrupted { throw JobInterrupted(stats: progress.stats) }
-        return progress.stats
+        return try context.finish(progress.stats)
     }
 
     /// Counts what a real run would delete now, changing nothing.
@@ -69,7 +68,7 @@ struct ExpireContent: Job {
 
     private func expirePacks(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
         try keysetBatches(context, select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
-                          parameters: queries.packParameters, progress: &progress) { true }
+                          parameters: queries.packParameters, blockedCounter: "packs_blocked", progress: &progress) { true }
     }
 
     /// Posts past the maximum lifetime, then the buckets. Stops early when `backlog`
@@ -90,13 +89,14 @@ struct ExpireContent: Job {
     /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
     /// After a full batch, `continueAfterFullBatch` says whether to go on.
     private func keysetBatches(_ context: JobContext, select: String, lock: String? = nil, delete: String,
-                               parameters: [any PostgresBindable], progress: inout Progress,
+                               parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
+                               progress: inout Progress,
                                _ continueAfterFullBatch: () throws -> Bool) throws {
         var cursor = KeysetCursor.start
         while !context.shouldStop {
             let statement = Connection.Statement(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize])
             let candidates = try batch(context, select: statement, lock: lock, delete: delete, parameters: parameters,
-                                       progress: &progress) { rows in
+                                       blockedCounter: blockedCounter, progress: &progress) { rows in
                 if let last = rows.last, let created = last["created_at"], let id = last.int64("id") {
                     cursor = KeysetCursor(createdAt: created, id: id)
                 }
@@ -108,14 +108,17 @@ struct ExpireContent: Job {
         }
     }
 
-    /// Batches of due posts found bucket by bucket; what is returned is due, so each batch starts afresh.
+    /// Batches of due posts found bucket by bucket; what is returned is due, so each
+    /// batch starts afresh, leaving out the posts this run found blocked.
     private func bucketBatches(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress,
                                _ continueAfterFullBatch: () throws -> Bool) throws {
         while !context.shouldStop {
             let statement = Connection.Statement(queries.selectPostsByBucket,
-                                                 queries.lifetimeParameters + [context.job.batchSize])
+                                                 queries.lifetimeParameters + [context.job.batchSize,
+                                                                               context.blockedIDs("posts_blocked")])
             let candidates = try batch(context, select: statement, delete: queries.deletePosts,
-                                       parameters: queries.lifetimeParameters, progress: &progress) { rows in
+                                       parameters: queries.lifetimeParameters, blockedCounter: "posts_blocked",
+                                       progress: &progress) { rows in
                 rows.compactMap { $0.int64("id") }
             }
             if candidates < context.job.batchSize { break }
@@ -126,11 +129,12 @@ struct ExpireContent: Job {
 
     /// One transaction: `select` and lock candidates (sent with the transaction's start),
     /// `lock` what their deadline depends on (with the candidates as `$1`), delete those
-    /// still due. When a cascade or the lock meets a row the app holds, the batch is
-    /// redone one row at a time and the blocked rows wait for the next run. Returns how
-    /// many candidates there were.
+    /// still due. When a row the app holds or protects (a lock, a foreign key, a
+    /// trigger) fails the batch, it is redone one row at a time: the rows that fail
+    /// again are counted under `blockedCounter` and wait for the next run. Returns
+    /// how many candidates there were.
     private func batch(_ context: JobContext, select: Connection.Statement, lock: String? = nil, delete: String,
-                       parameters: [any PostgresBindable], progress: inout Progress,
+                       parameters: [any PostgresBindable], blockedCounter: String, progress: inout Progress,
                        candidatesIn: ([Row]) -> [Int64]) throws -> Int {
         var candidates: [Int64] = []
         let started = ContinuousClock.now
@@ -145,17 +149,11 @@ struct ExpireContent: Job {
                 return try deleteStillDue(connection, candidates)
             }
             progress.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
-        } catch let error as PostgresError where error.isLockNotAvailable {
-            context.logger.info("rows locked by the app; retrying the batch row by row", metadata: ["rows": "\(candidates.count)"])
-            for id in candidates where !context.shouldStop {
-                do {
-                    let deleted = try context.inBatch { connection in
-                        try deleteStillDue(connection, [id])
-                    }
-                    progress.record(deleted, batch: nil)
-                } catch let error as PostgresError where error.isLockNotAvailable {
-                    context.logger.info("row locked by the app; left for the next run", metadata: ["id": "\(id)"])
-                }
+        } catch let error as PostgresError where error.isRowLevel && !candidates.isEmpty {
+            context.logger.debug("a row refused the batch; retrying it row by row",
+                                 metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
+            for deleted in try context.oneByOne(candidates, counter: blockedCounter, { try deleteStillDue($0, [$1]) }) {
+                progress.record(deleted, batch: nil)
             }
         }
         return candidates.count
@@ -172,8 +170,8 @@ struct ExpireContent: Job {
     /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
     private func heapPages(_ context: JobContext) throws -> Int64 {
         try context.connection.query("""
-            SELECT pg_relation_size('\(context.schema).posts'::regclass) / current_setting('block_size')::bigint AS pages
-            """).first?.int64("pages") ?? 0
+            SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages
+            """, context.schema + ".posts").first?.int64("pages") ?? 0
     }
 
     /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
@@ -229,19 +227,32 @@ struct ExpireContent: Job {
         }
     }
 
-    /// Returns true when the range met rows the app holds (its time then says nothing about its size).
+    /// Returns true when the range met rows the app holds (its time then says nothing
+    /// about its size). A range refused by a row the app protects (a foreign key, a
+    /// trigger) is redone one due post at a time, the refused ones counted as blocked.
     private func sweepRange(_ context: JobContext, _ queries: ExpireContentQueries, from first: Int64, to last: Int64,
                             progress: inout Progress) throws -> Bool {
         let parameters = queries.lifetimeParameters + [first, last]
         let started = ContinuousClock.now
         do {
-            let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout),
-                                              statement: queries.deletePostsOnPages, parameters).affectedRows
-            progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
-            return false
-        } catch let error as PostgresError where error.isLockNotAvailable {
-            let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters).affectedRows
-            progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+            do {
+                let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout),
+                                                  statement: queries.deletePostsOnPages, parameters).affectedRows
+                progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+                return false
+            } catch let error as PostgresError where error.isLockNotAvailable {
+                let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters).affectedRows
+                progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+                return true
+            }
+        } catch let error as PostgresError where error.isRowLevel {
+            context.logger.debug("a row refused the page range; retrying it row by row",
+                                 metadata: ["first_page": "\(first)", "error": "\(error)"])
+            let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap { $0.int64("id") }
+            let deleted = try context.oneByOne(due, counter: "posts_blocked") { connection, id in
+                Deleted(try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
+            }
+            for one in deleted { progress.record(one, batch: nil) }
             return true
         }
     }
@@ -310,25 +321,69 @@ struct Deleted {
     }
 }
 
-/// Counters plus the duration of every batch, for the `batch_p99_ms` / `batch_max_ms` stats.
+/// Counters plus the durations of the batches, for the `batch_p99_ms` / `batch_max_ms` stats.
 struct Progress {
-    var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("batches", 0)])
-    private var batchMicroseconds: [Int64] = []
+    var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
+                          ("batches", 0)])
+    private var batchMilliseconds = MillisecondHistogram()
 
     mutating func record(_ deleted: Deleted, batch duration: Duration?) {
         stats.add("packs_deleted", deleted.packs)
         stats.add("posts_deleted", deleted.posts)
         guard let duration else { return }
         stats.add("batches")
-        batchMicroseconds.append(duration.microseconds)
-        let sorted = batchMicroseconds.sorted()
-        let p99 = sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
-        set("batch_p99_ms", Int((p99 + 999) / 1000))
-        set("batch_max_ms", Int((sorted.last! + 999) / 1000))
+        batchMilliseconds.add(Int((duration.microseconds + 999) / 1000))
+        set("batch_p99_ms", batchMilliseconds.percentile(0.99))
+        set("batch_max_ms", batchMilliseconds.maximum)
     }
 
     private mutating func set(_ name: String, _ value: Int) {
         stats.add(name, value - stats[name])
+    }
+}
+
+/// Durations in whole milliseconds and how many took each. Percentiles are exact
+/// (nearest rank, as over a sorted list of every value), and adding one costs a
+/// look-up, not a sort: memory grows with the distinct values, not their number.
+struct MillisecondHistogram {
+    private var counts: [Int: Int] = [:]
+    /// The distinct values, ascending.
+    private var values: [Int] = []
+    private(set) var count = 0
+
+    mutating func add(_ milliseconds: Int) {
+        if counts[milliseconds] == nil {
+            let index = values.partitioningIndex { $0 > milliseconds }
+            values.insert(milliseconds, at: index)
+        }
+        counts[milliseconds, default: 0] += 1
+        count += 1
+    }
+
+    /// The value at rank ⌈q × count⌉ (1-based, ascending); 0 when empty.
+    func percentile(_ q: Double) -> Int {
+        let rank = max(1, Int((Double(count) * q).rounded(.up)))
+        // Counted from the top: a high percentile is a few steps from the maximum.
+        var above = count
+        for value in values.reversed() {
+            above -= counts[value, default: 0]
+            if above < rank { return value }
+        }
+        return values.first ?? 0
+    }
+
+    var maximum: Int { values.last ?? 0 }
+}
+
+extension Array {
+    /// The first index whose element satisfies `belongsAfter` (the array is partitioned by it).
+    func partitioningIndex(where belongsAfter: (Element) -> Bool) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if belongsAfter(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
     }
 }
 
@@ -337,11 +392,4 @@ struct KeysetCursor: Sendable {
     var createdAt: String
     var id: Int64
     static let start = KeysetCursor(createdAt: "-infinity", id: Int64.min)
-}
-
-/// A `bigint[]` parameter in PostgreSQL's array text form.
-struct PostgresArray: PostgresBindable {
-    let values: [Int64]
-    init(_ values: [Int64]) { self.values = values }
-    var postgresText: String? { "{" + values.map(String.init).joined(separator: ",") + "}" }
 }

@@ -23,7 +23,7 @@ struct ExpireContentQueries {
     /// Posts older than the maximum lifetime (all due), keyset `$4`/`$5`, limit `$6`.
     let selectPostsPastMaximum: String
     /// Posts between the minimum and maximum lifetime that are due, one index probe
-    /// per popularity bucket, limit `$4`.
+    /// per popularity bucket, limit `$4`, leaving out the posts `$5` (blocked this run).
     let selectPostsByBucket: String
     /// Any due post, keyset `$4`/`$5`, limit `$6` (used when there are too many buckets).
     let selectDuePosts: String
@@ -33,6 +33,8 @@ struct ExpireContentQueries {
     let deletePostsOnPages: String
     /// The same, skipping rows the app holds locked.
     let deleteUnlockedPostsOnPages: String
+    /// The due posts on heap pages `[$4, $5)` → `id` (to delete them one by one).
+    let selectDuePostsOnPages: String
 
     /// Counts for a dry run: `$1`–`$3` post lifetime, `$4` pack full popularity.
     let preview: String
@@ -79,23 +81,24 @@ struct ExpireContentQueries {
         // so each probe reads only that bucket's due rows. likes <= 0 is split into
         // = 0 (one probe) and < 0 (rare) for the same reason.
         let bucketLifetime = Self.lifetime(of: "b.k")
+        let notBlocked = "s.id <> ALL($5::bigint[])"
         selectPostsByBucket = """
             SELECT id FROM (
                 SELECT id FROM (
                     SELECT s.id FROM \(s).posts s
-                    WHERE s.likes = 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum)
+                    WHERE s.likes = 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum) AND \(notBlocked)
                     LIMIT $4 FOR UPDATE SKIP LOCKED) zero
                 UNION ALL
                 SELECT id FROM (
                     SELECT s.id FROM \(s).posts s
-                    WHERE s.likes < 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum)
+                    WHERE s.likes < 0 AND s.\(youngerThanMaximum) AND s.\(olderThanMinimum) AND \(notBlocked)
                     LIMIT $4 FOR UPDATE SKIP LOCKED) negative
                 UNION ALL
                 SELECT d.id FROM generate_series(1, $3::float8::int - 1) AS b(k)
                 CROSS JOIN LATERAL (
                     SELECT s.id FROM \(s).posts s
                     WHERE s.likes = b.k AND s.\(youngerThanMaximum)
-                      AND s.created_at <= now() - \(bucketLifetime)
+                      AND s.created_at <= now() - \(bucketLifetime) AND \(notBlocked)
                     LIMIT $4 FOR UPDATE SKIP LOCKED) d
             ) due LIMIT $4
             """
@@ -117,6 +120,9 @@ struct ExpireContentQueries {
             DELETE FROM \(s).posts s
             WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDue) FOR UPDATE SKIP LOCKED))
               AND \(postDue)
+            """
+        selectDuePostsOnPages = """
+            SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDue)
             """
         let packDuePreview = packDue.replacing("$3::float8", with: "$4::float8")
         preview = """

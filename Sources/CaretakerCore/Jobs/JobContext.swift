@@ -79,13 +79,14 @@ public final class JobContext: @unchecked Sendable {
     }
 
     /// The job's timeouts for the current transaction only (what `SET LOCAL` does),
-    /// as one parameterised statement that a pipeline can carry.
+    /// as one parameterised statement that a pipeline can carry. The idle limit is
+    /// twice `statement_timeout`, clamped to the largest value PostgreSQL accepts.
     private func timeouts(_ lockTimeout: Duration?) -> Connection.Statement {
         .init("""
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
                    set_config('idle_in_transaction_session_timeout', $3, true)
             """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-                  Self.milliseconds(job.statementTimeout * 2)])
+                  Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))])
     }
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
@@ -95,6 +96,54 @@ public final class JobContext: @unchecked Sendable {
             if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
             throw error
         }
+    }
+
+    // MARK: Rows the app protects
+
+    /// Rows skipped this run because the app's constraints, triggers or locks refused them.
+    public private(set) var blocked = BlockedRows()
+
+    /// Counts `id` under `counter` (e.g. `posts_blocked`): `error` refused it for this run.
+    public func block(_ counter: String, id: some CustomStringConvertible, _ error: PostgresError) {
+        blocked.add(counter, id: "\(id)", cause: error)
+    }
+
+    /// Runs `change` for each of `ids` in a transaction of its own, after a batch of
+    /// them failed on a row-level cause: a row that fails again (the commit
+    /// included) is counted under `counter` and left for the next run, the others
+    /// go ahead. Returns what `change` returned for the rows that committed.
+    public func oneByOne<ID: CustomStringConvertible, Result>(_ ids: [ID], counter: String,
+                                                              _ change: (Connection, ID) throws -> Result) throws -> [Result] {
+        var committed: [Result] = []
+        for id in ids where !shouldStop {
+            do {
+                committed.append(try inBatch { try change($0, id) })
+            } catch let error as PostgresError where error.isRowLevel {
+                block(counter, id: id, error)
+            }
+        }
+        return committed
+    }
+
+    /// The ids counted under `counter` so far, as an array parameter for a query to
+    /// leave them out (`id <> ALL($n)`: PostgreSQL takes the type from `id`).
+    public func blockedIDs(_ counter: String) -> PostgresArray {
+        PostgresArray(blocked.ids(counter))
+    }
+
+    /// The end of every run: `stats` with the blocked-row counters, one warning
+    /// naming the causes when rows were blocked, and `JobInterrupted` when the
+    /// worker is shutting down and work was left.
+    public func finish(_ stats: JobStats) throws -> JobStats {
+        var stats = stats
+        for (counter, count) in blocked.counts { stats.add(counter, count) }
+        if !blocked.isEmpty {
+            var metadata: Logger.Metadata = ["cause": "\(blocked.causes)", "ids": "\(blocked.sampleIDs)"]
+            for (counter, count) in blocked.counts { metadata[counter] = "\(count)" }
+            logger.warning("rows the app protects were skipped; they wait for the next run", metadata: metadata)
+        }
+        if wasInterrupted { throw JobInterrupted(stats: stats) }
+        return stats
     }
 
     /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
@@ -107,4 +156,65 @@ public final class JobContext: @unchecked Sendable {
     static func milliseconds(_ duration: Duration) -> String {
         "\(max(1, duration.microseconds / 1000))ms"
     }
+}
+
+/// Rows a run skipped because the app refused them, by counter, with their causes.
+public struct BlockedRows: Sendable {
+    /// How many ids the warning names per counter, and how many distinct causes.
+    static let sampleSize = 5
+    static let causesShown = 3
+    private var ids: [(counter: String, ids: [String])] = []
+    private var seen: Set<String> = []
+    private var causeTexts: [String] = []
+    private var moreCauses = false
+
+    public var isEmpty: Bool { ids.isEmpty }
+
+    /// `[("posts_blocked", 2)]`, in the order first seen; each id counts once per run.
+    public var counts: [(String, Int)] { ids.map { ($0.counter, $0.ids.count) } }
+
+    /// `constraint reports_post_id_fkey (SQLSTATE 23503); …`: the first few distinct causes.
+    public var causes: String { causeTexts.joined(separator: "; ") + (moreCauses ? "; …" : "") }
+
+    /// `posts 17, 18; packs 3`: the first few ids of each counter.
+    public var sampleIDs: String {
+        ids.map { entry in
+            let name = entry.counter.replacing("_blocked", with: "")
+            let shown = entry.ids.prefix(Self.sampleSize).joined(separator: ", ")
+            return "\(name) \(shown)" + (entry.ids.count > Self.sampleSize ? ", …" : "")
+        }.joined(separator: "; ")
+    }
+
+    func ids(_ counter: String) -> [String] {
+        ids.first { $0.counter == counter }?.ids ?? []
+    }
+
+    mutating func add(_ counter: String, id: String, cause error: PostgresError) {
+        guard seen.insert(counter + "\u{0}" + id).inserted else { return }
+        if let index = ids.firstIndex(where: { $0.counter == counter }) {
+            ids[index].ids.append(id)
+        } else {
+            ids.append((counter, [id]))
+        }
+        let cause = Self.describe(error)
+        guard !causeTexts.contains(cause) else { return }
+        if causeTexts.count < Self.causesShown { causeTexts.append(cause) } else { moreCauses = true }
+    }
+
+    /// The constraint's name when there is one, else the server's message (a
+    /// trigger's `RAISE` text, "deadlock detected", …), with the SQLSTATE.
+    static func describe(_ error: PostgresError) -> String {
+        let what = error.constraint.map { "constraint \($0)" } ?? String(error.message.prefix(120))
+        return "\(what) (SQLSTATE \(error.sqlState ?? "?"))"
+    }
+}
+
+/// An array parameter in PostgreSQL's array text form (`{1,2}`, `{"a b","c"}`).
+public struct PostgresArray: PostgresBindable {
+    let elements: [String]
+    init(_ values: [Int64]) { elements = values.map(String.init) }
+    init(_ values: [String]) {
+        elements = values.map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }
+    }
+    public var postgresText: String? { "{" + elements.joined(separator: ",") + "}" }
 }

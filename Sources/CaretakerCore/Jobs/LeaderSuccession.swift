@@ -13,7 +13,7 @@ import Postgres
 /// eligible member (`chosen_by = 'successor'`), otherwise the eligible member with
 /// the earliest `joined_at`, ties to the smaller user id (`'seniority'`);
 /// `successor_id` is then cleared. With nobody eligible the community is archived
-/// (`archived_at = now()`, nothing deleted, `chosen_by = 'none'`). Every change
+/// (`archived_at = now()`, `leader_id = NULL`, nothing deleted, `chosen_by = 'none'`). Every change
 /// adds a `community_leader_changes` row carrying this run's id.
 ///
 /// Inactivity (when enabled): a user was last seen at the latest `last_seen_at`
@@ -36,15 +36,17 @@ import Postgres
 /// that its NOTIFY and the next run repair), and a deletion that committed while
 /// the job waited for the lock drops that candidate from the result, so the next
 /// one is taken. Nobody can therefore leave the job appointing a non-member. A
-/// lock held longer than `lock_timeout` (or a deadlock) skips just that
-/// community until the next run (`communities_skipped`).
+/// lock held longer than `lock_timeout`, a deadlock, or a constraint or trigger
+/// of the app refusing the change leaves just that community for the next run
+/// (`communities_blocked`, named in the run's warning); one the app holds locked
+/// when the job reaches it is passed over without waiting (`communities_skipped`).
 struct LeaderSuccession: Job {
     let settings: LeaderSuccessionSettings
 
     func run(_ context: JobContext) throws -> JobStats {
         let queries = LeaderSuccessionQueries(schema: context.schema)
         var stats = JobStats([("leaders_appointed", 0), ("communities_archived", 0),
-                              ("communities_skipped", 0), ("inactive_leaders_kept", 0)])
+                              ("communities_skipped", 0), ("communities_blocked", 0), ("inactive_leaders_kept", 0)])
         var cursor = Int64.min
         while !context.shouldStop {
             let batch = try findCandidates(context, queries, after: cursor)
@@ -55,8 +57,7 @@ struct LeaderSuccession: Job {
             if batch.count < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
-        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
-        return stats
+        return try context.finish(stats)
     }
 
     /// `leader_inactive_after` in microseconds, or `nil` (sent as NULL) when inactivity is off.
@@ -75,7 +76,7 @@ struct LeaderSuccession: Job {
 
     /// What settling one community came to.
     enum Outcome: Equatable {
-        case appointed, archived, healthy, skipped, inactiveLeaderKept
+        case appointed, archived, healthy, skipped, blocked, inactiveLeaderKept
     }
 
     /// The decision for one community, taken under its row lock (no locks in a dry run).
@@ -104,10 +105,9 @@ struct LeaderSuccession: Job {
                 log(decision, community: community, context)
                 return decision.newLeader == nil ? .archived : .appointed
             }
-        } catch let error as PostgresError where error.isLockNotAvailable || error.isDeadlockDetected {
-            context.logger.info("community or member locked by the app; left for the next run",
-                                metadata: ["community_id": "\(community)", "error": "\(error)"])
-            return .skipped
+        } catch let error as PostgresError where error.isRowLevel {
+            context.block("communities_blocked", id: community, error)
+            return .blocked
         }
     }
 
@@ -166,7 +166,7 @@ struct LeaderSuccession: Job {
         case .archived: stats.add("communities_archived")
         case .skipped: stats.add("communities_skipped")
         case .inactiveLeaderKept: stats.add("inactive_leaders_kept")
-        case .healthy: break
+        case .healthy, .blocked: break
         }
     }
 }
@@ -240,7 +240,7 @@ struct LeaderSuccessionQueries {
             """
         archive = """
             WITH archived AS (
-                UPDATE \(s).communities SET archived_at = now() WHERE id = $1 RETURNING id
+                UPDATE \(s).communities SET archived_at = now(), leader_id = NULL WHERE id = $1 RETURNING id
             )
             INSERT INTO \(s).community_leader_changes
                 (community_id, previous_leader_id, new_leader_id, reason, chosen_by, run_id)

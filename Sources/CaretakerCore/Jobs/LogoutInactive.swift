@@ -20,26 +20,46 @@ struct LogoutInactive: Job {
             }
             return JobStats([("sessions_revoked", row?.int("n") ?? 0)])
         }
-        var stats = JobStats([("sessions_revoked", 0)])
+        var stats = JobStats([("sessions_revoked", 0), ("sessions_blocked", 0)])
         while !context.shouldStop {
-            let revoked = try context.inBatch { connection in
-                try connection.query("""
-                    WITH idle AS (
-                        SELECT id FROM \(s).sessions
-                        WHERE revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond'
-                        ORDER BY last_seen_at LIMIT $2
-                        FOR UPDATE SKIP LOCKED
-                    )
-                    UPDATE \(s).sessions t SET revoked_at = now(), revoked_reason = 'inactivity'
-                    FROM idle WHERE t.id = idle.id
-                    """, timeout, context.job.batchSize).affectedRows
+            let parameters: [any PostgresBindable] = [timeout, context.job.batchSize, context.blockedIDs("sessions_blocked")]
+            let handled: Int
+            do {
+                handled = try context.inBatch { connection in
+                    try connection.query("""
+                        WITH idle AS (\(Self.idleSessions(schema: s)) FOR UPDATE SKIP LOCKED)
+                        UPDATE \(s).sessions t SET revoked_at = now(), revoked_reason = 'inactivity'
+                        FROM idle WHERE t.id = idle.id
+                        """, parameters).affectedRows
+                }
+                stats.add("sessions_revoked", handled)
+            } catch let error as PostgresError where error.isRowLevel {
+                // A session the app protects (a trigger, a lock): the batch again, one session at a time.
+                let idle = try context.inBatch { connection in
+                    try connection.query(Self.idleSessions(schema: s), parameters).rows.compactMap { $0["id"] }
+                }
+                handled = idle.count
+                let revoked = try context.oneByOne(idle, counter: "sessions_blocked") { connection, id in
+                    try connection.query("""
+                        UPDATE \(s).sessions SET revoked_at = now(), revoked_reason = 'inactivity'
+                        WHERE id = $2 AND revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond'
+                        """, timeout, id).affectedRows
+                }
+                stats.add("sessions_revoked", revoked.reduce(0, +))
             }
-            stats.add("sessions_revoked", revoked)
-            if revoked < context.job.batchSize { break }
+            if handled < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
-        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
-        return stats
+        return try context.finish(stats)
+    }
+
+    /// Up to `$2` sessions idle for `$1` µs, oldest first, leaving out `$3` (blocked this run) → `id`.
+    private static func idleSessions(schema s: String) -> String {
+        """
+        SELECT id FROM \(s).sessions
+        WHERE revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond' AND id <> ALL($3)
+        ORDER BY last_seen_at LIMIT $2
+        """
     }
 
     /// Seconds from the database's now until the next active session goes idle;

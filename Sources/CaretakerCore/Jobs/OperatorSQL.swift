@@ -25,8 +25,7 @@ struct OperatorSQL: Job {
             if affected == 0 || !settings.repeatUntilZero { break }
             context.pauseBetweenBatches()
         } while !context.shouldStop
-        if context.wasInterrupted { throw JobInterrupted(stats: stats) }
-        return stats
+        return try context.finish(stats)
     }
 }
 

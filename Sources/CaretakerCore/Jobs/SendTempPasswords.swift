@@ -11,10 +11,12 @@ import Postgres
 /// 1. **Transaction A** locks the request (`FOR UPDATE SKIP LOCKED`: one the app
 ///    holds is left for the next run) and decides, in SPEC order: no account or a
 ///    deleted one → `ignored` / "no such account"; `max_per_hour` already `sent` to
-///    the address in the last hour → `ignored` / "rate limited"; an address that is
+///    the address in the last hour (counting mails that went out but whose result
+///    could not be recorded) → `ignored` / "rate limited"; an address that is
 ///    not a single valid mailbox → `failed` / "invalid address"; attempts used up
 ///    → `failed`. Those outcomes commit right away, no mail.
-///    For a send, A generates the password (CSPRNG), stores its bcrypt hash with
+///    For a send, A stores the bcrypt hash of a new password (CSPRNG; generated and
+///    hashed before A opens, since a high `bcrypt_cost` outlasts a transaction) with
 ///    `temp_password_expires_at = now() + temp_password_ttl` and
 ///    `must_change_password = true` (never `password_hash`), and marks the request
 ///    *in flight*: `attempts + 1`, `next_attempt_at` pushed out by the backoff of
@@ -61,8 +63,7 @@ struct SendTempPasswords: Job {
         let pass = TempPasswordPass(job: self, context: context)
         try pass.clearExpiredPasswords()
         try pass.handleDueRequests()
-        if context.wasInterrupted { throw JobInterrupted(stats: pass.stats) }
-        return pass.stats
+        return try context.finish(pass.stats)
     }
 }
 
@@ -74,7 +75,8 @@ private final class TempPasswordPass {
     let context: JobContext
     let sql: TempPasswordSQL
     var stats = JobStats([("sent", 0), ("ignored", 0), ("failed", 0), ("retried", 0),
-                          ("temp_passwords_cleared", 0), ("deferred", 0)])
+                          ("temp_passwords_cleared", 0), ("deferred", 0), ("requests_blocked", 0),
+                          ("temp_passwords_blocked", 0)])
     /// Dry run only: mails this run would have sent, per lower-cased address,
     /// so the rate limit sees them.
     private var plannedSends: [String: Int] = [:]
@@ -97,9 +99,21 @@ private final class TempPasswordPass {
             return
         }
         while !context.shouldStop {
-            let cleared = try context.inBatch { try $0.query(sql.clearExpired, context.job.batchSize).affectedRows }
-            stats.add("temp_passwords_cleared", cleared)
-            if cleared < context.job.batchSize { break }
+            let parameters: [any PostgresBindable] = [context.job.batchSize, context.blockedIDs("temp_passwords_blocked")]
+            let handled: Int
+            do {
+                handled = try context.inBatch { try $0.query(sql.clearExpired, parameters).affectedRows }
+                stats.add("temp_passwords_cleared", handled)
+            } catch let error as PostgresError where error.isRowLevel {
+                // An account the app protects (a trigger, a lock): the batch again, one account at a time.
+                let users = try context.inBatch { try $0.query(sql.expiredUsers, parameters).rows.compactMap { $0.int64("id") } }
+                handled = users.count
+                let cleared = try context.oneByOne(users, counter: "temp_passwords_blocked") { connection, id in
+                    try connection.query(sql.clearExpiredOne, id).affectedRows
+                }
+                stats.add("temp_passwords_cleared", cleared.reduce(0, +))
+            }
+            if handled < context.job.batchSize { break }
             context.pauseBetweenBatches()
         }
     }
@@ -130,14 +144,15 @@ private final class TempPasswordPass {
     }
 
     /// One request, start to finish (see the type's documentation for the order).
+    /// A request whose rows the app holds or protects waits for the next run (`requests_blocked`).
     private func handle(request id: Int64) throws {
         if context.dryRun { return try preview(request: id) }
         let step: Step
         do {
-            step = try context.inBatch { try self.claimAndPrepare(id, on: $0) }
-        } catch let error as PostgresError where error.isLockNotAvailable {
-            context.logger.info("account row locked by the app; request left for the next run",
-                                metadata: ["request_id": "\(id)"])
+            let password = try newPasswordIfDue(id)
+            step = try context.inBatch { try self.claimAndPrepare(id, password: password, on: $0) }
+        } catch let error as PostgresError where error.isRowLevel {
+            context.block("requests_blocked", id: id, error)
             return
         }
         switch step {
@@ -179,28 +194,47 @@ private final class TempPasswordPass {
         let mustChange: Bool
     }
 
+    /// A temporary password and its bcrypt hash when a look at `id` (no locks) says
+    /// a mail is due. Hashed here, before transaction A opens: at a high
+    /// `bcrypt_cost` hashing takes longer than an open transaction may idle.
+    private func newPasswordIfDue(_ id: Int64) throws -> NewPassword? {
+        guard case .send? = try context.inBatch({ try self.peek(id, on: $0) }) else { return nil }
+        _ = try mailSetup()
+        let password = TemporaryPassword.generate(length: settings.tempPasswordLength)
+        return NewPassword(plain: password, hash: try TemporaryPassword.bcryptHash(password, cost: settings.bcryptCost))
+    }
+
+    /// A password generated for one request, and its hash.
+    private struct NewPassword {
+        let plain: String
+        let hash: String
+    }
+
     /// Transaction A: locks the request, decides, and settles it or prepares the send.
-    private func claimAndPrepare(_ id: Int64, on connection: Connection) throws -> Step {
+    private func claimAndPrepare(_ id: Int64, password: NewPassword?, on connection: Connection) throws -> Step {
         guard let request = try connection.query(sql.claimRequest, id).first.map(ResetRequest.init) else {
             return .notDue
         }
         let account = try connection.query(sql.account, request.email).first.map(Account.init)
-        let recent = try connection.query(sql.recentSends, request.email).first?.int("n") ?? 0
+        let recent = try connection.query(sql.recentSends, request.email, TempPasswordSQL.inFlight).first?.int("n") ?? 0
         switch decide(request, account, recentSends: recent) {
         case .settle(let status, let reason):
             try connection.query(sql.settle, id, status, reason)
             return .settled(status: status, reason: reason)
         case .send(let account, let address):
-            return try prepareSend(request, account, address, on: connection)
+            guard let password else {
+                // The look without locks said otherwise a moment ago: decide again next run.
+                return .notDue
+            }
+            return try prepareSend(request, account, address, password, on: connection)
         }
     }
 
     /// Transaction A, send branch: new password, stored hash, request in flight, the message.
     private func prepareSend(_ request: ResetRequest, _ account: Account, _ address: MailAddress,
-                             on connection: Connection) throws -> Step {
+                             _ password: NewPassword, on connection: Connection) throws -> Step {
         let (transport, from) = try mailSetup()
-        let password = TemporaryPassword.generate(length: settings.tempPasswordLength)
-        let hash = try TemporaryPassword.bcryptHash(password, cost: settings.bcryptCost)
+        let hash = password.hash
         guard let stored = try connection.query(sql.storePassword, account.id, account.email, hash,
                                                 settings.tempPasswordTTL.microseconds).first else {
             // Deleted or renamed between our read and the update: decide again next run.
@@ -208,8 +242,8 @@ private final class TempPasswordPass {
                                 metadata: ["request_id": "\(request.id)"])
             return .notDue
         }
-        try connection.query(sql.markInFlight, request.id)
-        let message = makeMessage(from: from, to: account, address: address, password: password,
+        try connection.query(sql.markInFlight, request.id, TempPasswordSQL.inFlight)
+        let message = makeMessage(from: from, to: account, address: address, password: password.plain,
                                   expiresAt: stored["expires_at"] ?? "")
         return .send(Delivery(
             requestID: request.id, userID: account.id, attemptsBefore: request.attempts, transport: transport,
@@ -278,19 +312,22 @@ private final class TempPasswordPass {
 
     // MARK: Dry run
 
+    /// Decides `id` like transaction A, without locking anything; `nil` when it is not pending and due.
+    private func peek(_ id: Int64, on connection: Connection) throws -> Decision? {
+        guard let request = try connection.query(sql.peekRequest, id).first.map(ResetRequest.init) else { return nil }
+        let account = try connection.query(sql.account, request.email).first.map(Account.init)
+        let recent = try connection.query(sql.recentSends, request.email, TempPasswordSQL.inFlight).first?.int("n") ?? 0
+        let decision = decide(request, account, recentSends: recent + plannedSends[request.email.lowercased(), default: 0])
+        if context.dryRun, case .send = decision {
+            plannedSends[request.email.lowercased(), default: 0] += 1
+            if request.attempts > 0 { stats.add("retried") }
+        }
+        return decision
+    }
+
     /// Decides like a real run, without locking, changing or sending anything.
     private func preview(request id: Int64) throws {
-        let outcome: Decision? = try context.inBatch { connection in
-            guard let request = try connection.query(sql.peekRequest, id).first.map(ResetRequest.init) else { return nil }
-            let account = try connection.query(sql.account, request.email).first.map(Account.init)
-            let recent = try connection.query(sql.recentSends, request.email).first?.int("n") ?? 0
-            let decision = decide(request, account, recentSends: recent + plannedSends[request.email.lowercased(), default: 0])
-            if case .send = decision {
-                plannedSends[request.email.lowercased(), default: 0] += 1
-                if request.attempts > 0 { stats.add("retried") }
-            }
-            return decision
-        }
+        let outcome = try context.inBatch { try self.peek(id, on: $0) }
         switch outcome {
         case .settle(let status, _): stats.add(status)
         case .send: stats.add("sent")
@@ -416,16 +453,28 @@ private struct TempPasswordSQL {
         "SELECT count(*) AS n FROM \(schema).users WHERE temp_password_expires_at <= now()"
     }
 
+    /// Up to `$1` users whose temporary password expired, leaving out `$2` (blocked this run).
+    var expiredUsers: String {
+        """
+        SELECT id FROM \(schema).users WHERE temp_password_expires_at <= now() AND id <> ALL($2)
+        ORDER BY temp_password_expires_at LIMIT $1
+        """
+    }
+
     var clearExpired: String {
         """
-        WITH due AS (
-            SELECT id FROM \(schema).users WHERE temp_password_expires_at <= now()
-            ORDER BY temp_password_expires_at LIMIT $1
-            FOR NO KEY UPDATE SKIP LOCKED
-        )
+        WITH due AS (\(expiredUsers) FOR NO KEY UPDATE SKIP LOCKED)
         UPDATE \(schema).users u
         SET temp_password_hash = NULL, temp_password_expires_at = NULL, must_change_password = false
         FROM due WHERE u.id = due.id
+        """
+    }
+
+    var clearExpiredOne: String {
+        """
+        UPDATE \(schema).users
+        SET temp_password_hash = NULL, temp_password_expires_at = NULL, must_change_password = false
+        WHERE id = $1 AND temp_password_expires_at <= now()
         """
     }
 
@@ -457,10 +506,19 @@ private struct TempPasswordSQL {
         """
     }
 
+    /// `last_error` of a request whose mail may have gone out (sending, or sent but not recorded).
+    static let inFlight = "sending interrupted; delivery unknown"
+
+    /// Mails to address `$1` in the last hour: those recorded `sent`, and those that
+    /// may have gone out without their result being recorded (`last_error` = `$2`,
+    /// attempted when `markInFlight` pushed `next_attempt_at` out by its backoff).
     var recentSends: String {
         """
-        SELECT count(*) AS n FROM \(schema).password_reset_requests
-        WHERE status = 'sent' AND lower(email) = lower($1) AND sent_at > now() - interval '1 hour'
+        SELECT (SELECT count(*) FROM \(schema).password_reset_requests
+                WHERE status = 'sent' AND lower(email) = lower($1) AND sent_at > now() - interval '1 hour')
+             + (SELECT count(*) FROM \(schema).password_reset_requests
+                WHERE status = 'pending' AND lower(email) = lower($1) AND last_error = $2 AND attempts > 0
+                  AND next_attempt_at - \(Self.backoff("attempts - 1")) > now() - interval '1 hour') AS n
         """
     }
 
@@ -495,8 +553,7 @@ private struct TempPasswordSQL {
     var markInFlight: String {
         """
         UPDATE \(schema).password_reset_requests
-        SET attempts = attempts + 1, next_attempt_at = now() + \(Self.backoff("attempts")),
-            last_error = 'sending interrupted; delivery unknown'
+        SET attempts = attempts + 1, next_attempt_at = now() + \(Self.backoff("attempts")), last_error = $2
         WHERE id = $1
         """
     }

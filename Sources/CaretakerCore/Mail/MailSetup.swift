@@ -10,11 +10,19 @@ public enum MailSetup {
     public static let passwordCredential = "smtp-password"
 
     /// The transport for `send-temp-passwords`, or `nil` when no selected job sends mail.
+    /// A password file that cannot be read or a URL libcurl cannot use is a
+    /// `ConfigurationError` naming the `[mail]` key (exit 78).
     public static func transport(for jobs: [JobConfiguration], configuration: Configuration,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (any MailTransport)? {
+                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> (any MailTransport)? {
         let sendsMail = jobs.contains { if case .sendTempPasswords = $0.settings { true } else { false } }
         guard sendsMail else { return nil }
-        return try transport(configuration.mail, environment: environment)
+        do {
+            return try transport(configuration.mail, environment: environment)
+        } catch let error as SecretError {
+            throw ConfigurationError(file: configuration.file, line: 0, key: "mail.password_file", message: error.message)
+        } catch {
+            throw ConfigurationError(file: configuration.file, line: 0, key: "mail.url", message: "\(error)")
+        }
     }
 
     public static func transport(_ options: MailOptions,

@@ -5,7 +5,19 @@
 public struct Migration: Sendable {
     public let version: Int
     public let name: String
+    /// Applied in one transaction together with the version's row, unless the
+    /// migration has `concurrentIndexes` (then it must be safe to run again).
     public let sql: String
+    /// Built after `sql` with `CREATE INDEX CONCURRENTLY`, outside any transaction,
+    /// so an existing app keeps writing to the table meanwhile.
+    public let concurrentIndexes: [ConcurrentIndex]
+
+    init(version: Int, name: String, sql: String, concurrentIndexes: [ConcurrentIndex] = []) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.concurrentIndexes = concurrentIndexes
+    }
 
     /// Every migration, in the order they apply.
     public static let all: [Migration] = [
@@ -19,6 +31,14 @@ public struct Migration: Sendable {
     public func sql(appSchema: String) -> String {
         sql.replacing("{{app}}", with: quoteIdentifier(appSchema))
     }
+}
+
+/// An index a migration builds without blocking writes to its table.
+public struct ConcurrentIndex: Sendable {
+    /// The index's name, in the app schema.
+    public let name: String
+    /// What follows the name, e.g. `ON {{app}}.posts (created_at, id)`.
+    public let definition: String
 }
 
 /// Quotes an identifier that comes from configuration (`"my schema"` → `"my schema"`, `a"b` → `"a""b"`).

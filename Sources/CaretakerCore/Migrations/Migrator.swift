@@ -1,9 +1,14 @@
 import Postgres
 
-/// Applies `Migration.all` in order, each in its own transaction, once.
+/// Applies `Migration.all` in order, each in its own transaction, once; indexes
+/// a migration builds `CONCURRENTLY` come after its transaction, and its version
+/// is recorded only when they are all valid.
 ///
 /// A session-level advisory lock serialises concurrent `caretaker migrate` runs
-/// from several hosts: the second waits, then finds nothing left to do.
+/// from several hosts: the second waits, then finds nothing left to do. It asks
+/// for the lock again and again rather than waiting in the server: a statement
+/// waiting there holds a snapshot, which `CREATE INDEX CONCURRENTLY` in the
+/// first would wait for in turn.
 public struct Migrator: Sendable {
     public let appSchema: String
 
@@ -32,7 +37,9 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(on connection: Connection, dryRun: Bool = false) throws -> [Migration] {
         if dryRun { return try pending(on: connection) }
-        try connection.query("SELECT pg_advisory_lock($1)", Self.lockKey)
+        while try connection.query("SELECT pg_try_advisory_lock($1) AS locked", Self.lockKey).first?.bool("locked") != true {
+            OSThread.sleep(for: .milliseconds(100))
+        }
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey) }
         try connection.execute(script: """
             CREATE SCHEMA IF NOT EXISTS caretaker;
@@ -51,16 +58,41 @@ public struct Migrator: Sendable {
     }
 
     private func apply(_ migration: Migration, on connection: Connection) throws {
+        let record = { () throws -> Void in
+            try connection.query(
+                "INSERT INTO caretaker.schema_migrations (version, name, app_schema) VALUES ($1, $2, $3)",
+                migration.version, migration.name, appSchema)
+        }
         do {
-            try connection.withTransaction {
-                try connection.execute(script: migration.sql(appSchema: appSchema))
-                try connection.query(
-                    "INSERT INTO caretaker.schema_migrations (version, name, app_schema) VALUES ($1, $2, $3)",
-                    migration.version, migration.name, appSchema)
+            if migration.concurrentIndexes.isEmpty {
+                try connection.withTransaction {
+                    try connection.execute(script: migration.sql(appSchema: appSchema))
+                    try record()
+                }
+                return
             }
+            if !migration.sql.isEmpty {
+                try connection.withTransaction { try connection.execute(script: migration.sql(appSchema: appSchema)) }
+            }
+            for index in migration.concurrentIndexes { try build(index, on: connection) }
+            try record()
         } catch let error as PostgresError {
             throw MigrationError(version: migration.version, name: migration.name, underlying: error)
         }
+    }
+
+    /// `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, after dropping an invalid index of
+    /// that name: a build that failed half-way leaves one, which `IF NOT EXISTS`
+    /// would otherwise keep for ever.
+    private func build(_ index: ConcurrentIndex, on connection: Connection) throws {
+        let schema = quoteIdentifier(appSchema)
+        let qualified = schema + "." + quoteIdentifier(index.name)
+        let invalid = try connection.query("""
+            SELECT NOT indisvalid AS invalid FROM pg_index WHERE indexrelid = to_regclass($1)
+            """, qualified).first?.bool("invalid") == true
+        if invalid { try connection.execute(script: "DROP INDEX CONCURRENTLY \(qualified)") }
+        try connection.execute(script: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(quoteIdentifier(index.name)) "
+            + index.definition.replacing("{{app}}", with: schema))
     }
 }
 
