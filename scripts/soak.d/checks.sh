@@ -329,7 +329,7 @@ check_no_blocked_stall() {
                       coalesce(round(max(extract(epoch FROM coalesce(gone, soak.param('t_stop')::timestamptz) - due))::numeric, 3), 0),
                       (SELECT coalesce(string_agg(format('%s %s', key, n), ', '), 'none')
                        FROM (SELECT key, sum(value::bigint) AS n FROM caretaker.job_runs, jsonb_each_text(stats)
-                             WHERE key LIKE '%blocked%' AND value ~ '^[0-9]+\$' GROUP BY 1) b))
+                             WHERE key LIKE '%blocked%' AND value ~ '^[0-9]+\$' GROUP BY 1 HAVING sum(value::bigint) > 0) b))
         FROM j" "
         WITH j AS ($soak_stall_judged)
         SELECT kind, id, due, gone, since AS protected_since, until AS protected_until, allowance FROM j WHERE late ORDER BY due"
