@@ -29,21 +29,25 @@ hold_sql() {
 
 # ---------------------------------------------------------------- instances
 
-# catch_running [PID]: polls job_runs every few milliseconds on one psql
-# session, for up to 10 s, until a run (of process PID, or of any) is in
-# progress; prints "JOB run ID, ..." then, or nothing.
+# catch_running PID|"" COMMAND...: polls job_runs every few milliseconds on one
+# psql session, for up to 10 s, until a run (of process PID, or of any) is in
+# progress, then runs COMMAND at once. Sets $caught to "JOB run ID, ..." (or
+# nothing, when no run was caught and COMMAND ran after the 10 s).
+caught=""
 catch_running() {
-    local filter=${1:+AND pid = $1} line="" i
+    local filter=${1:+AND pid = $1} i
+    shift
+    caught=""
     coproc WATCH { psql -X -q -At "$soak_db application_name=soak-watcher" 2>/dev/null; }
     for ((i = 0; i < 1500; i++)); do
         echo "SELECT coalesce(string_agg(job || ' run ' || id, ', '), '') FROM caretaker.job_runs WHERE status = 'running' $filter;" >&"${WATCH[1]}"
-        read -t 5 -r line <&"${WATCH[0]}" || break
-        [ -n "$line" ] && break
+        read -t 5 -r caught <&"${WATCH[0]}" || break
+        [ -n "$caught" ] && break
         sleep 0.003
     done
+    "$@"
     exec {WATCH[1]}>&-
     wait "$WATCH_PID" 2>/dev/null || true
-    echo "$line"
 }
 
 # kill -9 of an instance, then a restart 1-3 s later. Every other kill first
@@ -51,12 +55,12 @@ catch_running() {
 # processes occur and must be marked `interrupted` by a later instance.
 kills=0
 fault_kill() {
-    local victim=$1 pid code during="at a random moment" running
+    local victim=$1 pid code during="at a random moment"
     pid=$(instance_pid "$victim")
     kills=$((kills + 1))
     if [ $((kills % 2)) = 1 ]; then
-        running=$(catch_running "$pid")
-        during=${running:+during $running}
+        catch_running "$pid" kill -KILL "$pid"
+        during=${caught:+during $caught}
         during=${during:-idle (no run caught within 10 s)}
     fi
     kill -KILL "$pid" 2>/dev/null || true
@@ -97,14 +101,12 @@ fault_clock_skew() {
 # a run is in progress is chosen: the signal goes out while one is (caught within 10 s).
 reloads=0
 fault_reload() {
-    local name running
     reloads=$((reloads + 1))
     config_variant=$((reloads % 2))
     write_config soak "$smtp_port"
-    running=$(catch_running)
-    for name in a b c; do kill -HUP "$(instance_pid "$name")" 2>/dev/null || true; done
+    catch_running "" kill -HUP "$(instance_pid a)" "$(instance_pid b)" "$(instance_pid c)"
     record_schedule
-    fault reload "SIGHUP to a, b, c with variant $config_variant (expire-content $expire_schedule, batch_size $expire_batch, operator job $operator_job) during ${running:-no run caught within 10 s}"
+    fault reload "SIGHUP to a, b, c with variant $config_variant (expire-content $expire_schedule, batch_size $expire_batch, operator job $operator_job) during ${caught:-no run caught within 10 s}"
 }
 
 # ---------------------------------------------------------------- PostgreSQL
