@@ -221,21 +221,34 @@ COMMIT;")
 # recorded in soak.protected; no-blocked-stall checks that the rows behind
 # them still went.
 fault_app_surprise() {
-    local out
+    local out started=$EPOCHREALTIME
     out=$(soak_psql -At -c "SELECT soak.protect_rows()")
     pause_or_stop 20 || true
     soak_psql -At -c "SELECT soak.release_rows()" >/dev/null
-    fault app-surprise "20 s: $out"
+    fault app-surprise "$(elapsed_since "$started") s: $out"
 }
 
 # The operator SQL job soak-flaky fails (its SQL raises) for 20 s: an incident
 # for alerts-once (one alert, one recovery), and failed runs whose retries the
 # runaway bound must allow.
 fault_job_failing() {
+    local started=$EPOCHREALTIME failed_for
     soak_psql -c "UPDATE soak.flaky SET failing = true, since = now()" -c "INSERT INTO soak.incidents (job, since) VALUES ('soak-flaky', now())"
     pause_or_stop 20 || true
     soak_psql -c "UPDATE soak.flaky SET failing = false" -c "UPDATE soak.incidents SET until = now() WHERE until IS NULL"
-    fault job-failing "soak-flaky failed every run for 20 s"
+    failed_for=$(elapsed_since "$started")
+    # The incident ends with the next successful run (and its recovery mail):
+    # wait for it (up to 40 s), so that no other fault takes the SMTP server away meanwhile.
+    local i recovered=""
+    for ((i = 0; i < 40; i++)); do
+        recovered=$(soak_psql -At -c "SELECT round(extract(epoch FROM min(r.started_at) - i.until)::numeric, 1)
+            FROM soak.incidents i JOIN caretaker.job_runs r ON r.job = i.job AND r.status = 'succeeded' AND r.started_at >= i.until
+            WHERE i.until = (SELECT max(until) FROM soak.incidents) GROUP BY i.until")
+        [ -n "$recovered" ] && break
+        sleep 1
+    done
+    sleep 3
+    fault job-failing "soak-flaky failed every run for $failed_for s; it succeeded again ${recovered:-?} s after"
 }
 
 # ---------------------------------------------------------------- the injector
