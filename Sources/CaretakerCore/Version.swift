@@ -1,1 +1,1 @@
-public let caretakerVersion = "0.1.0"
+public let caretakerVersion = "0.2.0"

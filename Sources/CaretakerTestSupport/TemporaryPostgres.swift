@@ -13,6 +13,10 @@ public final class TemporaryPostgres: Sendable {
     /// The directory holding `data/`, the socket and the server log.
     public let directory: String
     public let binDirectory: String
+    /// The port of the Unix socket, and of TCP on 127.0.0.1 when `tls` was given.
+    public let port: Int
+    /// With TLS: the server's certificate and key (copied into `directory`, owned by the server).
+    private let tls: TestCertificateAuthority?
     private let counter = Atomic<Int>(0)
     private let templateLock = Mutex(false)
     private let standbyLock = Mutex(false)
@@ -22,18 +26,39 @@ public final class TemporaryPostgres: Sendable {
         do { return try TemporaryPostgres() } catch { fatalError("cannot start the test PostgreSQL: \(error)") }
     }()
 
-    public init() throws {
+    /// A cluster on a Unix socket only; with `tls`, also on 127.0.0.1 at a free port,
+    /// offering TLS with the certificate `tls` signed for `localhost`.
+    public init(tls: TestCertificateAuthority? = nil) throws {
         binDirectory = try Self.findBinDirectory()
         directory = try Self.makeDirectory()
+        self.tls = tls
+        port = tls == nil ? 5432 : try Self.freePort()
+        if let tls {
+            for (source, name) in [(tls.serverCertificate, "server.crt"), (tls.serverKey, "server.key")] {
+                try FileManager.default.copyItem(atPath: source, toPath: directory + "/" + name)
+                try Self.giveToOwner(directory + "/" + name)
+            }
+        }
         try runAsOwner([binDirectory + "/initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust",
                         "-E", "UTF8", "--no-sync"], log: "initdb.log")
         try start()
         try startWatcher()
+        try connect().query("CREATE ROLE \(quoteIdentifier(Self.workerRole)) LOGIN")
     }
 
     /// The libpq conninfo for `database`.
     public func conninfo(database: String = "postgres") -> String {
-        "host=\(directory) port=5432 user=postgres dbname=\(database)"
+        "host=\(directory) port=\(port) user=postgres dbname=\(database)"
+    }
+
+    /// The restricted role the built-in jobs run as in tests: it holds only what
+    /// `RuntimeGrants` gives it (in the template, so in every migrated test database).
+    /// The quote and the space in its name exercise identifier quoting.
+    public static let workerRole = #"caretaker "worker""#
+
+    /// The libpq conninfo for `database` as `workerRole`.
+    public func workerConninfo(database: String) -> String {
+        "host=\(directory) port=\(port) user='\(Self.workerRole)' dbname=\(database)"
     }
 
     /// Connects to `database` as the superuser.
@@ -43,13 +68,20 @@ public final class TemporaryPostgres: Sendable {
 
     /// Starts the server (after `stop()`, for outage tests).
     public func start() throws {
+        var options = Self.serverOptions(socketDirectory: directory, port: port)
+        if tls != nil {
+            options += " -c listen_addresses=127.0.0.1 -c ssl=on"
+                + " -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key"
+        }
         try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log",
-                        "-o", Self.serverOptions(socketDirectory: directory), "-w", "start"], log: "pg_ctl.log")
+                        "-o", options, "-w", "start"], log: "pg_ctl.log")
     }
 
     /// A standby's `max_connections` must be at least its primary's: both use these.
-    private static func serverOptions(socketDirectory: String) -> String {
-        "-k \(socketDirectory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
+    /// TCP is off (`listen_addresses` empty) unless `start()` adds it for TLS; a later
+    /// `-c` of the same setting wins.
+    private static func serverOptions(socketDirectory: String, port: Int = 5432) -> String {
+        "-k \(socketDirectory) -c port=\(port) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
             + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
     }
 
@@ -66,7 +98,7 @@ public final class TemporaryPostgres: Sendable {
         try standbyLock.withLock { started in
             guard !started else { return }
             try runAsOwner(["/bin/mkdir", "-p", standby], log: "mkdir.log")
-            try runAsOwner([binDirectory + "/pg_basebackup", "-h", directory, "-p", "5432", "-U", "postgres",
+            try runAsOwner([binDirectory + "/pg_basebackup", "-h", directory, "-p", "\(port)", "-U", "postgres",
                             "-D", standby + "/data", "-R", "-X", "stream", "-c", "fast", "--no-sync"], log: "pg_basebackup.log")
             try runAsOwner([binDirectory + "/pg_ctl", "-D", standby + "/data", "-l", standby + "/server.log",
                             "-o", Self.serverOptions(socketDirectory: standby), "-w", "start"], log: "pg_ctl-standby.log")
@@ -120,6 +152,8 @@ public final class TemporaryPostgres: Sendable {
             let template = try connect(database: "caretaker_template")
             try Migrator(appSchema: "public").migrate(on: template)
             try template.query("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+            let defaults = try ConfigurationLoader.parse("", file: "defaults")
+            try RuntimeGrants(appSchema: "public", jobs: defaults.jobs).apply(role: Self.workerRole, on: template)
             ready = true
         }
     }
@@ -151,6 +185,34 @@ public final class TemporaryPostgres: Sendable {
             chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
         }
         return path
+    }
+
+    /// Hands a file to the `postgres` user when the tests run as root (the server
+    /// refuses a key file others could read).
+    private static func giveToOwner(_ path: String) throws {
+        chmod(path, 0o600)
+        guard isRoot else { return }
+        guard let owner = getpwnam("postgres") else {
+            throw TemporaryPostgresError(message: "running as root but there is no postgres user to run the server as")
+        }
+        chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
+    }
+
+    /// A TCP port on 127.0.0.1 that nothing listens on right now.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else { throw TemporaryPostgresError(message: "no free TCP port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private func runAsOwner(_ arguments: [String], log: String) throws {

@@ -20,16 +20,26 @@ public struct TestDatabase: @unchecked Sendable {
         connection = try server.connect(database: name)
         self.appSchema = appSchema
         if appSchema != "public" {
-            if migrated { try Migrator(appSchema: appSchema).migrate(on: connection) }
+            if migrated {
+                try Migrator(appSchema: appSchema).migrate(on: connection)
+                // As the template has them for `public`: the defaults' grants for the worker role.
+                let defaults = try ConfigurationLoader.parse("[database]\napp_schema = \"\(Self.tomlEscaped(appSchema))\"\n",
+                                                            file: "defaults")
+                try RuntimeGrants(appSchema: appSchema, jobs: defaults.jobs).apply(role: TemporaryPostgres.workerRole, on: connection)
+            }
             try connection.query("SELECT set_config('search_path', $1, false)", quoteIdentifier(appSchema) + ", public")
         }
     }
 
     /// A `jobs.toml` pointing at this database, followed by `extra` (tables other than `[database]`).
     public func configurationText(_ extra: String = "") -> String {
-        let schema = appSchema == "public" ? ""
-            : "app_schema = \"\(appSchema.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""))\"\n"
+        let schema = appSchema == "public" ? "" : "app_schema = \"\(Self.tomlEscaped(appSchema))\"\n"
         return "[database]\nurl = \"\(conninfo)\"\n\(schema)\n" + extra
+    }
+
+    /// `text` inside a TOML basic string.
+    private static func tomlEscaped(_ text: String) -> String {
+        text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
     }
 
     public func configuration(_ extra: String = "") throws -> Configuration {
@@ -43,7 +53,22 @@ public struct TestDatabase: @unchecked Sendable {
         return path
     }
 
-    /// Runs a job once on a new connection, as `caretaker once` would, and returns the outcome.
+    /// Grants `TemporaryPostgres.workerRole` what `extra`'s enabled jobs need (migrated
+    /// databases have the defaults' grants from the template already).
+    public func grantWorker(_ extra: String = "") throws {
+        let configuration = try configuration(extra)
+        try RuntimeGrants(appSchema: configuration.database.appSchema, jobs: configuration.jobs)
+            .apply(role: TemporaryPostgres.workerRole, on: connection)
+    }
+
+    /// Connects as the restricted worker role, as the daemon would in production.
+    public func connectAsWorker() throws -> Connection {
+        try Connection(.init(conninfo: TemporaryPostgres.shared.workerConninfo(database: name),
+                             applicationName: "caretaker-tests"))
+    }
+
+    /// Runs a job once on a new connection as the restricted worker role, as `caretaker once`
+    /// would, and returns the outcome: a grant `RuntimeGrants` lacks fails the job.
     @discardableResult
     public func run(_ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
                     mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobRunner.Outcome {
@@ -54,7 +79,7 @@ public struct TestDatabase: @unchecked Sendable {
         let output = logOutput ?? LineOutput.capturing()
         let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: output) }
         let runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
-        let jobConnection = try TemporaryPostgres.shared.connect(database: name)
+        let jobConnection = try connectAsWorker()
         return try runner.run(.init(job: jobConfiguration, trigger: trigger, dryRun: dryRun), on: jobConnection)
     }
 

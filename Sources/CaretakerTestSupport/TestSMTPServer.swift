@@ -16,9 +16,11 @@ public struct ReceivedMail: Sendable, Decodable {
     public let login: String?
     /// The message exactly as sent after DATA (dot-unstuffed), CRLF line ends.
     public let data: String
+    /// Whether the message came over TLS (STARTTLS or implicit).
+    public let tls: Bool
 
     enum CodingKeys: String, CodingKey {
-        case mailFrom = "mail_from", recipients = "rcpt_tos", login, data
+        case mailFrom = "mail_from", recipients = "rcpt_tos", login, data, tls
     }
 
     /// The header lines, unfolded, in order: (name, value).
@@ -76,11 +78,20 @@ public final class TestSMTPServer: Sendable {
         public var rejectDataCode: Int?
         /// When set, AUTH (PLAIN or LOGIN, without TLS) is required with these.
         public var requiredLogin: (username: String, password: String)?
+        /// TLS with the server certificate a test CA signed: STARTTLS (required
+        /// before MAIL) on `smtp://`, or implicit TLS on `smtps://`.
+        public var tls: TLS?
+
+        public enum TLS: Sendable {
+            case starttls(TestCertificateAuthority)
+            case implicit(TestCertificateAuthority)
+        }
 
         public init(
             rejectSenderCode: Int? = nil, rejectRecipientCode: Int? = nil, rejectDataCode: Int? = nil,
-            requiredLogin: (username: String, password: String)? = nil
+            requiredLogin: (username: String, password: String)? = nil, tls: TLS? = nil
         ) {
+            self.tls = tls
             self.rejectSenderCode = rejectSenderCode
             self.rejectRecipientCode = rejectRecipientCode
             self.rejectDataCode = rejectDataCode
@@ -88,7 +99,7 @@ public final class TestSMTPServer: Sendable {
         }
     }
 
-    /// `smtp://127.0.0.1:PORT`
+    /// `smtp://127.0.0.1:PORT`, or `smtps://…` with implicit TLS
     public let url: String
     /// The port the server listens on.
     public let port: Int
@@ -123,12 +134,13 @@ public final class TestSMTPServer: Sendable {
         let script = directory + "/smtp_server.py"
         try pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
         let config = try configJSON(options, messages: messages)
+        let scheme = if case .implicit = options.tls { "smtps" } else { "smtp" }
         let (pid, stdinFD, stdoutFD) = try spawn(["/usr/bin/python3", script, config], stderrPath: directory + "/server.log")
         defer { close(stdoutFD) }
         do {
             let port = try readReadyPort(stdoutFD, timeout: .seconds(15))
             return TestSMTPServer(
-                url: "smtp://127.0.0.1:\(port)", port: port, directory: directory,
+                url: "\(scheme)://127.0.0.1:\(port)", port: port, directory: directory,
                 child: Child(pid: pid, stdinFD: stdinFD))
         } catch {
             kill(pid, SIGKILL)
@@ -203,6 +215,14 @@ public final class TestSMTPServer: Sendable {
         if let code = options.rejectDataCode { config["reject_data"] = code }
         if let login = options.requiredLogin {
             config["auth"] = ["username": login.username, "password": login.password]
+        }
+        switch options.tls {
+        case .starttls(let ca):
+            config["tls"] = ["mode": "starttls", "cert": ca.serverCertificate, "key": ca.serverKey]
+        case .implicit(let ca):
+            config["tls"] = ["mode": "implicit", "cert": ca.serverCertificate, "key": ca.serverKey]
+        case nil:
+            break
         }
         let data = try JSONSerialization.data(withJSONObject: config)
         return String(decoding: data, as: UTF8.self)
@@ -279,7 +299,7 @@ public final class TestSMTPServer: Sendable {
     /// nothing has to be installed beside the test binary.
     private static let pythonScript = #"""
 # caretaker test SMTP server: aiosmtpd on 127.0.0.1, one JSON file per message.
-import asyncio, json, os, socket, sys
+import asyncio, json, os, socket, ssl, sys
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 config = json.loads(sys.argv[1])
@@ -311,6 +331,7 @@ class Handler:
             "rcpt_tos": envelope.rcpt_tos,
             "login": session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else None,
             "data": envelope.original_content.decode("utf-8", "replace"),
+            "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
         }
         name = os.path.join(directory, "%06d.json" % counter)
         with open(name + ".tmp", "w") as f:
@@ -334,12 +355,20 @@ async def main():
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     auth = config.get("auth")
+    tls = config.get("tls")
+    context = None
+    if tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(tls["cert"], tls["key"])
+    starttls = bool(tls) and tls["mode"] == "starttls"
     factory = lambda: SMTP(
         Handler(), hostname="caretaker-test", decode_data=False,
         authenticator=authenticator if auth else None,
         auth_required=bool(auth), auth_require_tls=False,
+        tls_context=context if starttls else None, require_starttls=starttls,
     )
-    server = await loop.create_server(factory, sock=sock)
+    implicit = context if tls and not starttls else None
+    server = await loop.create_server(factory, sock=sock, ssl=implicit)
     stopped = loop.create_future()
     # The parent holds our stdin open; EOF means it is gone, so we go too.
     loop.add_reader(sys.stdin.fileno(), lambda: stopped.done() or (os.read(sys.stdin.fileno(), 1024) or stopped.set_result(None)))

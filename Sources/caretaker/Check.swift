@@ -18,6 +18,8 @@ extension Caretaker {
             let check: String
             let ok: Bool
             let detail: String
+            /// Worth an operator's attention but not a failure (exit status stays 0).
+            var warning = false
         }
 
         func run() throws {
@@ -32,6 +34,9 @@ extension Caretaker {
                 }
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 findings.append(Finding(check: "session pooling", ok: pooler.keepsOwnSessions, detail: "\(pooler)"))
+                if let warning = try RoleCheck.warning(connection, appSchema: configuration.database.appSchema) {
+                    findings.append(Finding(check: "database role", ok: true, detail: warning, warning: true))
+                }
                 let schemaFindings = try schema(connection, configuration: configuration)
                 findings += schemaFindings
                 if schemaFindings.allSatisfy(\.ok) {
@@ -65,13 +70,14 @@ extension Caretaker {
 
         static func table(_ findings: [Finding]) -> String {
             var table = TextTable(["CHECK", "RESULT", "DETAIL"])
-            for finding in findings { table.append([finding.check, finding.ok ? "ok" : "PROBLEM", finding.detail]) }
+            for finding in findings { table.append([finding.check, finding.warning ? "WARNING" : finding.ok ? "ok" : "PROBLEM", finding.detail]) }
             return table.render()
         }
 
         static func json(_ findings: [Finding]) -> String {
             let items = findings.map {
-                "  {\"check\": \(jsonString($0.check)), \"ok\": \($0.ok), \"detail\": \(jsonString($0.detail))}"
+                "  {\"check\": \(jsonString($0.check)), \"ok\": \($0.ok), \"detail\": \(jsonString($0.detail))"
+                    + ($0.warning ? ", \"warning\": true}" : "}")
             }
             return "{\"healthy\": \(findings.allSatisfy(\.ok)), \"checks\": [\n" + items.joined(separator: ",\n") + "\n]}"
         }

@@ -1,16 +1,27 @@
 import ArgumentParser
 import CaretakerCore
+import Postgres
 
 extension Caretaker {
-    /// `caretaker migrate [--dry-run]`
+    /// `caretaker migrate [--dry-run] [--grant ROLE]`
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create or update the caretaker schema and the reference app schema (SPEC §1).")
+            abstract: "Create or update the caretaker schema and the reference app schema (SPEC §1).",
+            discussion: """
+                Run it as the owner of the schema. --grant ROLE then gives the role the daemon connects as \
+                exactly what the enabled built-in jobs need (per column), revoking anything else it held on \
+                caretaker's and the reference tables; operator SQL jobs need grants of their own.
+                """)
 
         @OptionGroup var common: CommonOptions
 
         @Flag(help: "List the migrations that would be applied; change nothing.")
         var dryRun = false
+
+        @Option(name: .customLong("grant"), help: ArgumentHelp(
+            "Afterwards, grant ROLE what the enabled jobs need, and nothing else (with --dry-run: print the SQL).",
+            valueName: "ROLE"))
+        var grantee: String?
 
         func run() throws {
             try exiting {
@@ -27,8 +38,26 @@ extension Caretaker {
                         print("  \(migration.version)  \(migration.name)")
                     }
                 }
+                if let grantee { try grant(to: grantee, configuration: configuration, on: connection) }
                 return .ok
             }
+        }
+
+        private func grant(to role: String, configuration: Configuration, on connection: Connection) throws {
+            let grants = RuntimeGrants(appSchema: configuration.database.appSchema, jobs: configuration.jobs)
+            if dryRun {
+                print("would run:")
+                for statement in grants.statements(role: role) { print("  \(statement);") }
+                return
+            }
+            do {
+                try grants.apply(role: role, on: connection)
+            } catch let error as GrantError {
+                throw Failure(.usage, error.description)
+            }
+            let scope = grants.jobs.isEmpty ? "on caretaker's tables (no built-in job is enabled)"
+                : "for " + grants.jobs.joined(separator: ", ")
+            print("granted \(role) its rights \(scope); operator SQL jobs need grants of their own")
         }
     }
 }

@@ -118,6 +118,42 @@ import Testing
         #expect(broken.stdout.contains("public.sessions.last_seen_at is missing"), "\(broken.stdout)")
     }
 
+    @Test("migrate --grant: --dry-run prints the quoted SQL, a superuser is refused (64), the role gets its rights")
+    func migrateGrant() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration()
+        let worker = TemporaryPostgres.workerRole
+        let preview = try Caretaker.run(["migrate", "--dry-run", "--grant", worker, "--config", path])
+        #expect(preview.status == 0, "\(preview.stderr)")
+        #expect(preview.stdout.contains(#"REVOKE ALL ON TABLE "public"."users" FROM "caretaker ""worker""";"#), "\(preview.stdout)")
+        #expect(preview.stdout.contains(#"UPDATE ("revoked_at", "revoked_reason"), DELETE ON TABLE "public"."sessions""#), "\(preview.stdout)")
+        let refused = try Caretaker.run(["migrate", "--grant", "postgres", "--config", path])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains(#"role "postgres": it is a superuser"#), "\(refused.stderr)")
+        try db.connection.execute(script: "REVOKE ALL ON public.sessions FROM \(quoteIdentifier(worker))")
+        let granted = try Caretaker.run(["migrate", "--grant", worker, "--config", path])
+        #expect(granted.status == 0, "\(granted.stderr)")
+        #expect(granted.stdout.contains("granted \(worker) its rights for expire-content, logout-inactive"), "\(granted.stdout)")
+        #expect(try db.count("SELECT has_column_privilege($1, 'sessions', 'revoked_at', 'UPDATE')::int", worker) == 1)
+    }
+
+    @Test("check warns (exit 0) when connected as a superuser, and not as the restricted role, which sees every column")
+    func checkWarnsAboutPrivilegedRole() throws {
+        let db = try TestDatabase()
+        let superuser = try Caretaker.run(["check", "--config", db.writeConfiguration()])
+        #expect(superuser.status == 0, "\(superuser.stdout)")
+        #expect(superuser.stdout.contains("WARNING") && superuser.stdout.contains("connected as postgres, a superuser"),
+                "\(superuser.stdout)")
+        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(of: "\"", with: "\\\"")
+        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
+        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let restricted = try Caretaker.run(["check", "--json", "--config", path])
+        #expect(restricted.status == 0, "\(restricted.stdout) \(restricted.stderr)")
+        #expect(!restricted.stdout.contains("warning"), "\(restricted.stdout)")
+        #expect(restricted.stdout.contains("every required column present"), "\(restricted.stdout)")
+    }
+
     @Test("check reports a failed job and a stale one, naming them")
     func checkHealth() throws {
         let db = try TestDatabase()

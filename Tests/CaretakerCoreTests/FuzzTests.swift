@@ -31,7 +31,7 @@ import Testing
 // MARK: - Seeded generation
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough to drive tests.
-private struct SplitMix64: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
 
     init(seed: UInt64) { state = seed }

@@ -363,15 +363,24 @@ struct DaylightSavingTests {
     // Europe/Berlin 2026-03-29: 02:00 CET → 03:00 CEST (02:xx does not exist).
     // Europe/Berlin 2026-10-25: 03:00 CEST → 02:00 CET (02:xx happens twice).
     // America/New_York 2026-03-08: 02:00 EST → 03:00 EDT; 2026-11-01: 02:00 EDT → 01:00 EST.
+    // Australia/Lord_Howe 2026-04-05: 02:00 → 01:30 (+11 → +10:30); 2026-10-04: 02:00 → 02:30.
+    // America/Santiago 2026-04-05: 00:00 → Saturday 23:00 (-03 → -04); 2026-09-06: 00:00 → 01:00.
 
-    @Test func berlinSpringForwardSkipsTheMissingTime() throws {
-        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-03-28T00:00:00+01:00", count: 2)
-            == ["2026-03-28 02:30 +01:00", "2026-03-30 02:30 +02:00"])
+    @Test func berlinSpringForwardRunsAFixedTimeJobRightAfterTheGap() throws {
+        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-03-28T00:00:00+01:00", count: 3)
+            == ["2026-03-28 02:30 +01:00", "2026-03-29 03:00 +02:00", "2026-03-30 02:30 +02:00"])
         #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T23:00:00+02:00")
+            == "2026-03-29 03:00 +02:00")
+        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T02:59:59+02:00")
             == "2026-03-28 02:30 +01:00")
+        // Two times in the gap, and one right after it, make one slot at 03:00.
+        #expect(try slots("15,45 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 3)
+            == ["2026-03-29 03:00 +02:00", "2026-03-29 03:15 +02:00", "2026-03-29 03:45 +02:00"])
+        #expect(try slots("0 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
+            == ["2026-03-29 03:00 +02:00", "2026-03-30 02:00 +02:00"])
     }
 
-    @Test func berlinFallBackRunsOnce() throws {
+    @Test func berlinFallBackRunsAFixedTimeJobOnce() throws {
         #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-24T12:00:00+02:00", count: 3)
             == ["2026-10-25 02:30 +02:00", "2026-10-26 02:30 +01:00", "2026-10-27 02:30 +01:00"])
         // From inside the repeated hour, the second 02:30 is not a slot.
@@ -383,36 +392,64 @@ struct DaylightSavingTests {
             == "2026-10-25 02:30 +02:00")
     }
 
-    @Test func berlinEveryThirtyMinutesAcrossBothChanges() throws {
+    @Test func berlinStarredJobsSkipTheGapAndRunInBothRepeatedHours() throws {
         #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-03-29T00:45:00+01:00", count: 4)
             == ["2026-03-29 01:00 +01:00", "2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00",
                 "2026-03-29 03:30 +02:00"])
-        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-10-25T01:15:00+02:00", count: 5)
+        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-10-25T01:15:00+02:00", count: 6)
             == ["2026-10-25 01:30 +02:00", "2026-10-25 02:00 +02:00", "2026-10-25 02:30 +02:00",
-                "2026-10-25 03:00 +01:00", "2026-10-25 03:30 +01:00"])
-        // Inside the repeated hour the most recent slot is the first 02:30, later on the wall clock.
+                "2026-10-25 02:00 +01:00", "2026-10-25 02:30 +01:00", "2026-10-25 03:00 +01:00"])
+        // No two-hour gap for an hourly job.
+        #expect(try slots("38 * * * *", "Europe/Berlin", after: "2026-10-25T01:00:00+02:00", count: 4)
+            == ["2026-10-25 01:38 +02:00", "2026-10-25 02:38 +02:00", "2026-10-25 02:38 +01:00",
+                "2026-10-25 03:38 +01:00"])
         #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
+            == "2026-10-25 02:00 +01:00")
+        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:59:00+02:00")
             == "2026-10-25 02:30 +02:00")
         #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T03:00:00+01:00")
             == "2026-10-25 03:00 +01:00")
     }
 
-    @Test func newYorkSpringForward() throws {
-        #expect(try slots("30 2 * * *", "America/New_York", after: "2026-03-07T00:00:00-05:00", count: 2)
-            == ["2026-03-07 02:30 -05:00", "2026-03-09 02:30 -04:00"])
+    @Test func newYork() throws {
+        #expect(try slots("30 2 * * *", "America/New_York", after: "2026-03-07T00:00:00-05:00", count: 3)
+            == ["2026-03-07 02:30 -05:00", "2026-03-08 03:00 -04:00", "2026-03-09 02:30 -04:00"])
         #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-03-08T00:45:00-05:00", count: 4)
             == ["2026-03-08 01:00 -05:00", "2026-03-08 01:30 -05:00", "2026-03-08 03:00 -04:00",
                 "2026-03-08 03:30 -04:00"])
-    }
-
-    @Test func newYorkFallBack() throws {
         #expect(try slots("30 1 * * *", "America/New_York", after: "2026-10-31T12:00:00-04:00", count: 2)
             == ["2026-11-01 01:30 -04:00", "2026-11-02 01:30 -05:00"])
-        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-11-01T00:15:00-04:00", count: 5)
+        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-11-01T00:15:00-04:00", count: 6)
             == ["2026-11-01 00:30 -04:00", "2026-11-01 01:00 -04:00", "2026-11-01 01:30 -04:00",
-                "2026-11-01 02:00 -05:00", "2026-11-01 02:30 -05:00"])
+                "2026-11-01 01:00 -05:00", "2026-11-01 01:30 -05:00", "2026-11-01 02:00 -05:00"])
         #expect(try previous("*/30 * * * *", "America/New_York", atOrBefore: "2026-11-01T01:59:00-05:00")
-            == "2026-11-01 01:30 -04:00")
+            == "2026-11-01 01:30 -05:00")
+    }
+
+    @Test func lordHoweShiftsByHalfAnHour() throws {
+        #expect(try slots("15 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 2)
+            == ["2026-10-04 02:30 +11:00", "2026-10-05 02:15 +11:00"])
+        #expect(try slots("45 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 1)
+            == ["2026-10-04 02:45 +11:00"])
+        #expect(try slots("45 1 * * *", "Australia/Lord_Howe", after: "2026-04-04T12:00:00+11:00", count: 2)
+            == ["2026-04-05 01:45 +11:00", "2026-04-06 01:45 +10:30"])
+        #expect(try slots("*/15 * * * *", "Australia/Lord_Howe", after: "2026-04-05T01:20:00+11:00", count: 5)
+            == ["2026-04-05 01:30 +11:00", "2026-04-05 01:45 +11:00", "2026-04-05 01:30 +10:30",
+                "2026-04-05 01:45 +10:30", "2026-04-05 02:00 +10:30"])
+    }
+
+    @Test func santiagoChangesAtMidnight() throws {
+        // Spring forward: midnight does not exist, so a daily job runs at 01:00.
+        #expect(try slots("@daily", "America/Santiago", after: "2026-09-05T12:00:00-04:00", count: 2)
+            == ["2026-09-06 01:00 -03:00", "2026-09-07 00:00 -03:00"])
+        #expect(try slots("*/30 * * * *", "America/Santiago", after: "2026-09-05T23:15:00-04:00", count: 2)
+            == ["2026-09-05 23:30 -04:00", "2026-09-06 01:00 -03:00"])
+        // Fall back: Saturday 23:xx happens twice.
+        #expect(try slots("30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 2)
+            == ["2026-04-04 23:30 -03:00", "2026-04-05 23:30 -04:00"])
+        #expect(try slots("*/30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 4)
+            == ["2026-04-04 23:00 -03:00", "2026-04-04 23:30 -03:00", "2026-04-04 23:00 -04:00",
+                "2026-04-04 23:30 -04:00"])
     }
 
     @Test func periodAcrossDSTIsRealTime() throws {
@@ -421,60 +458,117 @@ struct DaylightSavingTests {
         #expect(daily.period(after: instant("2026-03-27T13:00:00+01:00")) == .seconds(23 * 3600))
         #expect(daily.period(after: instant("2026-10-23T13:00:00+02:00")) == .seconds(25 * 3600))
     }
+}
 
-    /// The slots of `text` in `[from, to)`, found by walking every real minute and
-    /// reading the wall clock through Foundation's Calendar: a matching wall-clock
-    /// minute is a slot the first time the clock shows it.
-    private func referenceSlots(_ text: String, _ zone: ZoneInfo, from: Date, to: Date) throws -> [Date] {
-        guard case .cron(let cron) = try Schedule(parsing: text, timeZone: zone).rule else {
-            return []
-        }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = foundationZone(zone)
-        var seen = Set<LocalMinute>()
-        var result: [Date] = []
-        // Start a day early so that wall times shown before `from` count as seen.
-        var date = from.addingTimeInterval(-86_400)
-        while date < to {
-            let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: date)
-            let wall = LocalMinute(year: c.year!, month: c.month!, day: c.day!, hour: c.hour!, minute: c.minute!)
-            if seen.insert(wall).inserted, cron.matches(wall), date >= from {
-                result.append(date)
-            }
-            date = date.addingTimeInterval(60)
-        }
-        return result
+/// The schedule maths against an independent, deliberately naive reading of SPEC §4's
+/// rule: walk every real minute, read the wall clock through Foundation's TimeZone and
+/// Calendar, and mark the slots minute by minute.
+@Suite("DST rule, minute by minute")
+struct DaylightSavingPropertyTests {
+    /// Two changes of each zone in 2026 (UTC instants a few hours before each).
+    static let changes: [(String, String)] = [
+        ("Europe/Berlin", "2026-03-28T20:00:00Z"), ("Europe/Berlin", "2026-10-24T20:00:00Z"),
+        ("America/New_York", "2026-03-07T22:00:00Z"), ("America/New_York", "2026-10-31T22:00:00Z"),
+        ("Australia/Lord_Howe", "2026-04-04T08:00:00Z"), ("Australia/Lord_Howe", "2026-10-03T08:00:00Z"),
+        ("America/Santiago", "2026-04-04T20:00:00Z"), ("America/Santiago", "2026-09-05T20:00:00Z"),
+    ]
+
+    /// One real minute of the walk: the instant and what the wall clock shows then.
+    struct Minute {
+        var instant: Date
+        var wall: LocalMinute
+        var wallSeconds: Int
     }
 
-    @Test("agrees with a minute-by-minute walk around DST changes", arguments: [
-        ("Europe/Berlin", "2026-03-28T12:00:00Z"),
-        ("Europe/Berlin", "2026-10-24T12:00:00Z"),
-        ("America/New_York", "2026-03-07T12:00:00Z"),
-        ("America/New_York", "2026-10-31T12:00:00Z"),
-        ("Australia/Lord_Howe", "2026-04-04T00:00:00Z"),  // falls back 30 minutes
-        ("Australia/Lord_Howe", "2026-10-03T00:00:00Z"),  // springs forward 30 minutes
-    ])
-    func matchesReference(zoneName: String, start: String) throws {
-        let timeZone = zone(zoneName)
-        let from = instant(start)
-        let to = from.addingTimeInterval(2 * 86_400)
-        for text in ["* * * * *", "*/30 * * * *", "30 2 * * *", "15,45 1-3 * * *", "*/7 2 * * *", "0 * * * *"] {
-            let schedule = try Schedule(parsing: text, timeZone: timeZone)
-            let expected = try referenceSlots(text, timeZone, from: from, to: to)
+    /// The wall clock minute by minute from `from` for `days` days, through Foundation.
+    static func walk(_ zoneName: String, from: Date, days: Int) -> [Minute] {
+        let timeZone = TimeZone(identifier: zoneName)!
+        var utcCalendar = Calendar(identifier: .gregorian)
+        utcCalendar.timeZone = TimeZone(identifier: "UTC")!
+        return (0..<(days * 1440)).map { index in
+            let instant = from.addingTimeInterval(Double(index) * 60)
+            let wallSeconds = Int(instant.timeIntervalSince1970) + timeZone.secondsFromGMT(for: instant)
+            return Minute(instant: instant, wall: wallMinute(wallSeconds, utcCalendar), wallSeconds: wallSeconds)
+        }
+    }
+
+    static func wallMinute(_ wallSeconds: Int, _ utcCalendar: Calendar) -> LocalMinute {
+        let c = utcCalendar.dateComponents([.year, .month, .day, .hour, .minute],
+                                           from: Date(timeIntervalSince1970: Double(wallSeconds)))
+        return LocalMinute(year: c.year!, month: c.month!, day: c.day!, hour: c.hour!, minute: c.minute!)
+    }
+
+    /// The rule, read literally: a starred job runs whenever the clock shows a matching
+    /// minute; a fixed-time job the first time it shows one, and at the minute after a
+    /// jump for matching times the jump skipped.
+    static func referenceSlots(_ cron: CronExpression, _ minutes: [Minute]) -> [Date] {
+        var utcCalendar = Calendar(identifier: .gregorian)
+        utcCalendar.timeZone = TimeZone(identifier: "UTC")!
+        var shown = Set<Int>()
+        var slots: [Date] = []
+        for (index, minute) in minutes.enumerated() {
+            var due = cron.matches(minute.wall) && (!cron.isFixedTime || !shown.contains(minute.wallSeconds))
+            if cron.isFixedTime, index > 0 {
+                var skipped = minutes[index - 1].wallSeconds + 60
+                while skipped < minute.wallSeconds && !due {
+                    due = cron.matches(wallMinute(skipped, utcCalendar))
+                    skipped += 60
+                }
+            }
+            shown.insert(minute.wallSeconds)
+            if due { slots.append(minute.instant) }
+        }
+        return slots
+    }
+
+    @Test("random cron expressions agree with the minute-by-minute walk for a dozen slots",
+          arguments: changes.indices)
+    func randomExpressions(change: Int) throws {
+        let (zoneName, start) = Self.changes[change]
+        var random = SplitMix64(seed: UInt64(change) &+ 20_261_125)
+        // The walk starts a day early, so wall times shown before the first `from` count as shown.
+        let walkStart = instant(start).addingTimeInterval(-86_400)
+        let minutes = Self.walk(zoneName, from: walkStart, days: 16)
+        let end = minutes.last!.instant
+        for _ in 0..<40 {
+            let text = randomCron(&random)
+            let schedule = try Schedule(parsing: text, timeZone: zone(zoneName))
+            guard case .cron(let cron) = schedule.rule else { continue }
+            let from = instant(start).addingTimeInterval(Double(random.int(0...240)) * 60)
+            let expected = Self.referenceSlots(cron, minutes).filter { $0 > from && $0 <= end }.prefix(12)
             var actual: [Date] = []
-            var date = from.addingTimeInterval(-1)
-            while let next = schedule.nextDate(after: date), next < to {
+            var date = from
+            while actual.count < 12, let next = schedule.nextDate(after: date), next <= end {
                 actual.append(next)
                 date = next
             }
-            #expect(actual == expected, "\(text) in \(zoneName)")
-
-            // previousDate at and between slots.
+            #expect(actual == Array(expected), "\(text) in \(zoneName) after \(from)")
             for (index, slot) in expected.enumerated().dropFirst() {
+                let earlier = expected[expected.startIndex + index - 1]
                 #expect(schedule.previousDate(atOrBefore: slot) == slot, "\(text) in \(zoneName)")
-                #expect(schedule.previousDate(atOrBefore: slot.addingTimeInterval(-1)) == expected[index - 1],
-                        "\(text) in \(zoneName)")
+                #expect(schedule.previousDate(atOrBefore: slot.addingTimeInterval(-1)) == earlier,
+                        "\(text) in \(zoneName) before \(slot)")
             }
         }
+    }
+
+    /// A cron expression whose minute and hour fields take every form, often around the
+    /// hours DST changes happen in; day fields mostly `*` so a dozen slots fit the walk.
+    private func randomCron(_ random: inout SplitMix64) -> String {
+        func pick<T>(_ options: [T]) -> T { random.pick(options) }
+        func m() -> Int { random.int(0...59) }
+        func h() -> Int { pick([0, 1, 2, 3, 22, 23, random.int(0...23)]) }
+        let minute = pick([
+            "*", "*/\(pick([1, 5, 7, 15, 20, 30, 45]))", "\(m())", "\(m())", "\(m()),\(m())",
+            "\(pick([0, 10, 20]))-\(pick([30, 45, 59]))", "\(pick([0, 5]))-59/\(pick([10, 15, 25]))", "5/15",
+        ])
+        let (low, high) = (h(), h())
+        let hour = pick([
+            "*", "*", "*/\(pick([2, 3, 5]))", "\(h())", "\(h())", "\(h()),\(h())", "\(min(low, high))-\(max(low, high))",
+            "1-3/2",
+        ])
+        let dayOfMonth = pick(["*", "*", "*", "*", "*/2", "1-31/3"])
+        let dayOfWeek = pick(["*", "*", "*", "*", "0", "0,6", "1-5"])
+        return "\(minute) \(hour) \(dayOfMonth) * \(dayOfWeek)"
     }
 }

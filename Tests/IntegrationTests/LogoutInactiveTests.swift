@@ -83,11 +83,27 @@ import Testing
         #expect(try db.runSucceeding("logout-inactive")["sessions_revoked"] == 1)
     }
 
-    @Test("the next deadline is when the oldest active session goes idle")
-    func nextDeadline() throws {
+    @Test("the deadline query: the next session to go idle, and whether one idle since the last run's start is left")
+    func deadlines() throws {
         _ = try session(idle: "4 minutes")
         _ = try session(idle: "1 minute")
-        let wait = try LogoutInactive.secondsUntilNextDeadline(db.connection, schema: "\"public\"", idleTimeout: .seconds(600))
-        #expect(wait != nil && abs(wait! - 360) < 5, "\(String(describing: wait))")
+        let schema = "\"public\""
+        let fresh = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600), since: nil)
+        #expect(!fresh.stuck)
+        #expect(fresh.secondsUntilNext.map { abs($0 - 360) < 5 } == true, "\(fresh)")
+        // A session idle for 11 minutes: already due. With no run before, it is new work (due now).
+        _ = try session(idle: "11 minutes")
+        let now = try DatabaseClock.now(db.connection)
+        let first = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600), since: nil)
+        #expect(!first.stuck && first.secondsUntilNext.map { $0 <= 0 } == true, "\(first)")
+        // After a run that started 1 s ago it is stuck (the run should have revoked it); the next is 6 min away.
+        let afterRun = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600),
+                                                    since: now.addingTimeInterval(-1))
+        #expect(afterRun.stuck)
+        #expect(afterRun.secondsUntilNext.map { abs($0 - 360) < 5 } == true, "\(afterRun)")
+        // A run that started 2 minutes ago: the session went idle after that start, so it is new work.
+        let olderRun = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600),
+                                                    since: now.addingTimeInterval(-120))
+        #expect(!olderRun.stuck && olderRun.secondsUntilNext.map { $0 <= 0 } == true, "\(olderRun)")
     }
 }

@@ -11,10 +11,12 @@ import Testing
         db = try TestDatabase()
     }
 
-    /// An `invitations` table with `count` invitations to events already past and `future` to coming ones.
+    /// An `invitations` table with `count` invitations to events already past and `future` to coming ones,
+    /// and the grant the README tells operators to give the worker role for `expireInvitations`.
     func invitations(past count: Int, future: Int = 0) throws {
         try db.connection.execute(script: """
-            CREATE TABLE invitations (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, event_at timestamptz NOT NULL)
+            CREATE TABLE invitations (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, event_at timestamptz NOT NULL);
+            GRANT SELECT (id, event_at), DELETE ON invitations TO \(worker);
             """)
         try db.connection.query("""
             INSERT INTO invitations (event_at)
@@ -22,6 +24,8 @@ import Testing
             UNION ALL SELECT now() + g * interval '1 day' FROM generate_series(1, $2) g
             """, count, future)
     }
+
+    let worker = quoteIdentifier(TemporaryPostgres.workerRole)
 
     static let expireInvitations = """
         [jobs.expire-invitations]
@@ -33,7 +37,7 @@ import Testing
     @Test("repeat_until_zero deletes 2,500 rows 1,000 at a time, one transaction each, and reports rows = 2500")
     func repeatUntilZero() throws {
         try invitations(past: 2500, future: 3)
-        try db.connection.query("CREATE TABLE transactions_seen (xid xid8)")
+        try db.connection.execute(script: "CREATE TABLE transactions_seen (xid xid8); GRANT INSERT ON transactions_seen TO \(worker)")
         try db.connection.execute(script: """
             CREATE FUNCTION note_transaction() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN INSERT INTO transactions_seen VALUES (pg_current_xact_id()); RETURN NULL; END $$;

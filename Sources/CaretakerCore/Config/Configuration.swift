@@ -60,6 +60,8 @@ public struct MailOptions: Sendable {
     public var starttls: Bool = false
     public var username: String = ""
     public var passwordFile: String = ""
+    /// PEM file of the CA(s) that signed the relay's certificate; empty: the system's CAs.
+    public var caFile: String = ""
     public var from: String = "Community <no-reply@example.org>"
     /// For `transport = "file"`.
     public var directory: String = ""

@@ -15,7 +15,8 @@ public enum ConfigurationLoader {
         return "/etc/caretaker/jobs.toml"
     }
 
-    /// Reads and validates the file. `lowFootprint` (the command-line flag) wins over the file.
+    /// Reads and validates the file. `lowFootprint` (the command-line flag, or a reload
+    /// keeping the running mode), when given, wins over the file's `worker.low_footprint`.
     public static func load(path: String, lowFootprint: Bool? = nil) throws(ConfigurationError) -> Configuration {
         let text: String
         do {
@@ -36,7 +37,7 @@ public enum ConfigurationLoader {
         }
         var root = TableReader(document.root, path: "", file: file)
         let database = try readDatabase(&root)
-        let worker = try readWorker(&root, lowFootprintFlag: lowFootprint ?? false)
+        let worker = try readWorker(&root, lowFootprintFlag: lowFootprint)
         let mail = try readMail(&root)
         let jobs = try readJobs(&root, worker: worker)
         try root.finish()
@@ -62,7 +63,7 @@ public enum ConfigurationLoader {
         return options
     }
 
-    private static func readWorker(_ root: inout TableReader, lowFootprintFlag: Bool) throws(ConfigurationError) -> WorkerOptions {
+    private static func readWorker(_ root: inout TableReader, lowFootprintFlag: Bool?) throws(ConfigurationError) -> WorkerOptions {
         var table = try section(&root, "worker")
         var options = WorkerOptions()
         let zoneName = try table.string("timezone", default: "UTC")
@@ -71,7 +72,8 @@ public enum ConfigurationLoader {
         }
         options.timeZone = zone
         options.timeZoneName = zoneName
-        options.lowFootprint = try table.bool("low_footprint", default: false) || lowFootprintFlag
+        let lowFootprintInFile = try table.bool("low_footprint", default: false)
+        options.lowFootprint = lowFootprintFlag ?? lowFootprintInFile
         options.maxConcurrentJobs = try table.integer("max_concurrent_jobs", default: 2, in: 1...64)
         // Low-footprint mode runs jobs one at a time on its single connection.
         if options.lowFootprint { options.maxConcurrentJobs = 1 }
@@ -102,6 +104,7 @@ public enum ConfigurationLoader {
         options.starttls = try table.bool("starttls", default: false)
         options.username = try table.string("username", default: "")
         options.passwordFile = try table.string("password_file", default: "")
+        options.caFile = try table.string("ca_file", default: "")
         options.allowPlaintextAuth = try table.bool("allow_plaintext_auth", default: false)
         if kind == .smtp, options.sendsPasswordInClear, !options.allowPlaintextAuth {
             throw table.error("username", "smtp:// without starttls would send the SMTP password in clear text: "

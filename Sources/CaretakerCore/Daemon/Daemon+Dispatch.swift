@@ -7,228 +7,108 @@ import Logging
 import Postgres
 
 extension Daemon {
-    /// Retries of a failed run wait `retryBaseDelay × 2^(attempt−1)`, never past the next slot.
-    static let retryBaseDelay: Duration = .seconds(10)
-    /// A deadline check for `logout-inactive` looks this long after the deadline, so `<= now()` holds on the server.
-    static let deadlineMargin: TimeInterval = 0.05
+    // MARK: Start-up
 
-    var enabledJobs: [JobConfiguration] { configuration.jobs.filter(\.enabled) }
-
-    /// True when another run may start now under `max_concurrent_jobs`.
-    var hasFreePlace: Bool { runningCount < configuration.worker.maxConcurrentJobs && !controlLent }
-
-    // MARK: Planning
-
-    /// Sets each job's next slot and queues at most one catch-up run per job.
-    func planInitialRuns() {
-        let now = clock.now
-        for job in enabledJobs {
-            var state = JobState()
-            state.nextSlot = job.schedule.nextDate(after: now)
-            if job.catchUp, let missed = missedSlot(of: job, now: now) {
-                state.queued = JobRunner.Request(job: job, trigger: .catchUp, slot: missed)
-            }
-            states[job.name] = state
-        }
-        refreshDeadlineCheck()
-    }
-
-    /// After a reload: a job whose schedule changed (or that was just enabled) gets
-    /// its next slot under the new schedule; an unchanged one keeps its slot, which
-    /// may be due right now; a disabled one loses what was planned for it.
-    func replanAfterReload(previous: Configuration) {
-        let now = clock.now
-        for job in configuration.jobs {
-            var state = states[job.name, default: JobState()]
-            let before = previous.job(named: job.name)
-            if !job.enabled {
-                state = JobState(running: state.running)
-            } else if before?.enabled != true || before?.schedule != job.schedule || state.nextSlot == nil {
-                state.nextSlot = job.schedule.nextDate(after: now)
-            }
-            states[job.name] = state
-        }
-        refreshDeadlineCheck()
-    }
-
-    /// The most recent slot at or before `now`, when nobody ran it and the job
-    /// existed then (it ran before, or the schema was migrated before that slot).
-    private func missedSlot(of job: JobConfiguration, now: Date) -> Date? {
-        guard let slot = job.schedule.previousDate(atOrBefore: now), let control else { return nil }
-        do {
-            let row = try control.query("""
-                SELECT EXISTS (SELECT 1 FROM caretaker.job_slots WHERE job = $1 AND slot = to_timestamp($2::float8)) AS taken,
-                       EXISTS (SELECT 1 FROM caretaker.job_runs WHERE job = $1) AS ran_before,
-                       (SELECT min(applied_at) FROM caretaker.schema_migrations) < to_timestamp($2::float8) AS installed_before
-                """, job.name, slot.timeIntervalSince1970).first
-            guard row?.bool("taken") == false else { return nil }
-            return row?.bool("ran_before") == true || row?.bool("installed_before") == true ? slot : nil
-        } catch {
-            controlLost(error)
-            return nil
-        }
-    }
-
-    /// How long the scheduler may sleep: until the next run (or, while the
-    /// database is unreachable, the next connection attempt) or watchdog ping;
-    /// `nil` (until an event) when nothing is planned.
-    func timeUntilNextWake() -> Duration? {
-        var wait = timeUntilNextRun()
-        if let untilAttempt = timeUntilReconnectAttempt() {
-            // Nothing can start before the next connection attempt. Normal mode
-            // reconnects even with nothing due: its LISTEN connection must be up.
-            if let planned = wait {
-                wait = max(planned, untilAttempt)
-            } else if !lowFootprint {
-                wait = untilAttempt
+    /// Plans each job's next slot and, after downtime, its catch-up run and the
+    /// record of the slots nobody ran (one `skipped` row per job).
+    func startScheduling() {
+        scheduler = Scheduler(jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs,
+                              deadlineChecks: !lowFootprint, now: clock.now)
+        guard let control = pool.ensureControl() else { return }
+        for job in scheduler.jobs {
+            do {
+                let (lastLookedAfter, installedAt) = try history(of: job, on: control)
+                guard let missed = scheduler.catchUp(job, lastLookedAfter: lastLookedAfter, installedAt: installedAt,
+                                                     now: clock.now) else { continue }
+                if try runner.recordMissedSlots(job: job, first: missed.first, last: missed.last, count: missed.count,
+                                                on: control) {
+                    logger.warning("slots missed while no worker ran", metadata: [
+                        "job": "\(job.name)", "missed_slots": "\(missed.count)",
+                        "first_missed": "\(missed.first)", "last_missed": "\(missed.last)"])
+                }
+            } catch {
+                return pool.controlFailed(error)
             }
         }
-        return Self.earliest(wait, timeUntilWatchdogPing())
     }
 
-    /// While the database is unreachable, how long until the next connection attempt.
-    func timeUntilReconnectAttempt() -> Duration? {
-        reconnect.map { max(.zero, ContinuousClock.now.duration(to: $0.at)) }
-    }
-
-    /// How long until systemd's watchdog wants the next ping; nil when it is off.
-    func timeUntilWatchdogPing() -> Duration? {
-        notifier.watchdogInterval.map { max(.zero, $0 - (ContinuousClock.now - lastWatchdog)) }
-    }
-
-    static func earliest(_ a: Duration?, _ b: Duration?) -> Duration? {
-        guard let a else { return b }
-        guard let b else { return a }
-        return min(a, b)
-    }
-
-    /// How long until the scheduler has something to start or record: zero when
-    /// a queued or notified run can start now, else the earliest planned time.
-    /// A job that is running counts only with its next slot (a retry, NOTIFY or
-    /// deadline check waits for the run to end, whose event wakes the scheduler).
-    func timeUntilNextRun() -> Duration? {
-        var earliest: Date? = controlLent ? nil : pendingSkips.map(\.slot).min()
-        for job in enabledJobs {
-            guard let state = states[job.name] else { continue }
-            if hasFreePlace && state.canStart { return .zero }
-            for date in state.plannedTimes.compactMap({ $0 }) {
-                earliest = min(earliest ?? date, date)
-            }
-        }
-        return earliest.map { clock.duration(until: $0) }
+    /// Until when some worker looked after `job` (its latest claimed slot, or its
+    /// latest run's slot or start; nil when it never ran), and when caretaker's schema was installed.
+    private func history(of job: JobConfiguration, on connection: Connection) throws -> (Date?, Date) {
+        let row = try connection.query("""
+            SELECT extract(epoch FROM greatest(
+                       (SELECT max(slot) FROM caretaker.job_slots WHERE job = $1),
+                       (SELECT max(coalesce(slot, started_at)) FROM caretaker.job_runs WHERE job = $1)))::float8 AS looked_after,
+                   extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
+            """, job.name).first
+        return (row?.double("looked_after").map { Date(timeIntervalSince1970: $0) },
+                Date(timeIntervalSince1970: row?.double("installed") ?? 0))
     }
 
     // MARK: Dispatch
 
-    /// Queues what is due and starts queued runs while places are free.
-    func dispatchDueRuns() {
-        guard hasDueWork() else { return }
-        guard !controlLent else {
+    /// Asks the scheduler what is due on a fresh reading of the database clock and carries it out.
+    func dispatchDueWork() {
+        guard scheduler.hasDueWork(now: clock.now, freePlaces: pool.placesFree, canRecord: pool.canRecord) else { return }
+        guard pool.canRecord else {
             // Low-footprint mode: the only connection is running a job, so nothing
             // can start; still move the slots on, so that a slot of the running job
             // is remembered as skipped (recorded when the connection is back).
-            queueDueJobs(now: clock.now)
+            _ = scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: false)
             return
         }
-        guard let connection = ensureControl() else { return }
+        guard let control = pool.ensureControl() else { return }
         // Decide on a fresh reading of the database clock, not on the estimate alone.
-        do { try clock.refresh(connection) } catch { return controlLost(error) }
-        recordPendingSkips(on: connection)
-        let now = clock.now
-        queueDueJobs(now: now)
-        checkSessionDeadlines(now: now)
-        startQueuedRuns()
+        do { try clock.refresh(control) } catch { return pool.controlFailed(error) }
+        guard askDeadlines(on: control) else { return }
+        carryOut(scheduler.dispatch(now: clock.now, freePlaces: pool.placesFree, canRecord: true,
+                                    stopping: stopRequested.load(ordering: .relaxed)), control: control)
     }
 
-    private func hasDueWork() -> Bool {
-        let now = clock.now
-        if !controlLent, pendingSkips.contains(where: { $0.slot <= now }) { return true }
-        return enabledJobs.contains { job in
-            guard let state = states[job.name] else { return false }
-            return (hasFreePlace && state.canStart) || state.plannedTimes.contains { $0.map { $0 <= now } ?? false }
-        }
-    }
-
-    private func queueDueJobs(now: Date) {
-        for job in enabledJobs {
-            queueDue(job, now: now)
-        }
-    }
-
-    private func queueDue(_ job: JobConfiguration, now: Date) {
-        var state = states[job.name, default: JobState()]
-        if let slot = state.nextSlot, slot <= now {
-            // However many slots passed (a suspended host), only the latest runs: never a flood.
-            let latest = job.schedule.previousDate(atOrBefore: now) ?? slot
-            state.nextSlot = job.schedule.nextDate(after: latest)
-            state.deadlineCheck = nil
-            state.retry = nil
-            if state.running {
-                states[job.name] = state
-                recordSkippedSlot(job, slot: latest, reason: .previousRunStillGoing)
-                return
-            }
-            if let waiting = state.queued?.slot {
-                // Its run never found a free place: the newer slot replaces it, on record.
-                recordSkippedSlot(job, slot: waiting, reason: .noFreePlace)
-            }
-            state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
-        }
-        defer { states[job.name] = state }
-        guard !state.running, state.queued == nil else { return }
-        if let retry = state.retry, retry.at <= now {
-            state.retry = nil
-            state.queued = JobRunner.Request(job: job, trigger: .retry, attempt: retry.attempt)
-        } else if state.notified {
-            state.notified = false
-            state.queued = JobRunner.Request(job: job, trigger: .notify)
-        }
-    }
-
-    /// A due slot whose job is still running here: claim it and record it
-    /// `skipped` (or find that another instance already took it). Without a
-    /// free connection (low-footprint mode lent it to the run) the slot waits in
-    /// `pendingSkips`.
-    private func recordSkippedSlot(_ job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason) {
-        pendingSkips.append((job, slot, reason))
-        if !controlLent, let connection = control { recordPendingSkips(on: connection) }
-    }
-
-    /// Records the pending skipped slots that are due on the database clock; the rest wait.
-    func recordPendingSkips(on connection: Connection) {
-        var remaining = pendingSkips[...]
-        var notDue: [PendingSkip] = []
-        while let skip = remaining.first {
+    /// Asks the deadline queries that are due; false when the database failed.
+    private func askDeadlines(on control: Connection) -> Bool {
+        let schema = quoteIdentifier(configuration.database.appSchema)
+        for job in scheduler.deadlinesToAsk(now: clock.now) {
+            guard let query = job.wakeups.nextDeadline else { continue }
             do {
-                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: connection)
-            } catch is JobRunner.SlotNotDue {
-                notDue.append(skip)
+                let answer = try query(control, schema, scheduler.lastStart(of: job))
+                let retryBefore = scheduler.states[job.name]?.retry?.attempt
+                scheduler.deadlineAnswered(job, answer, now: clock.now)
+                logRetryIfPlanned(job, before: retryBefore, reason: "its work is still due after the run")
             } catch {
-                pendingSkips = notDue + remaining
-                return controlLost(error)
+                pool.controlFailed(error)
+                return false
             }
-            remaining.removeFirst()
         }
-        pendingSkips = notDue
+        return true
     }
 
-    /// Starts queued runs while places are free; nothing new once SIGTERM arrived
-    /// (the signal thread sets the flag at once, possibly in the middle of a dispatch).
-    private func startQueuedRuns() {
-        for job in enabledJobs where hasFreePlace && !stopRequested.load(ordering: .relaxed) {
-            guard var state = states[job.name], let request = state.queued, !state.running else { continue }
-            guard let connection = borrowConnection() else { return }
-            state.start()
-            states[job.name] = state
-            start(request, on: connection)
+    /// Records skipped slots on the scheduler's connection and starts runs.
+    func carryOut(_ actions: [Scheduler.Action], control: Connection) {
+        var skips: [Scheduler.PendingSkip] = actions.compactMap {
+            if case .recordSkipped(let skip) = $0 { skip } else { nil }
+        }
+        while let skip = skips.first {
+            do {
+                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: control)
+            } catch is JobRunner.SlotNotDue {
+                scheduler.skipNotDue(skip)
+            } catch {
+                scheduler.skipsNotRecorded(skips)
+                pool.controlFailed(error)
+                break
+            }
+            skips.removeFirst()
+        }
+        for case .start(let request) in actions {
+            start(request)
         }
     }
 
     /// Runs `request` on a thread of its own; the result comes back as an event.
-    private func start(_ request: JobRunner.Request, on connection: Connection) {
-        runningCount += 1
-        let key = ObjectIdentifier(connection)
-        busyConnections.withLock { $0[key] = connection }
+    private func start(_ request: JobRunner.Request) {
+        guard let connection = pool.borrow() else { return scheduler.couldNotStart(request) }
+        idleMemoryReleased = false
         let runner = self.runner
         let events = self.events
         let stop: @Sendable () -> Bool = { [weak self] in self?.stopRequested.load(ordering: .relaxed) ?? true }
@@ -250,99 +130,63 @@ extension Daemon {
     // MARK: Completion
 
     func finished(_ request: JobRunner.Request, result: RunResult, connection: Connection?) {
-        runningCount -= 1
-        if let connection { busyConnections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) } }
-        let name = request.job.name
-        states[name, default: JobState()].running = false
-        giveBack(connection)
+        pool.giveBack(connection)
+        let end: Scheduler.RunEnd
         switch result {
-        case .slotNotDue:
-            // The clock estimate ran a little ahead: ask again when the database agrees.
-            if let slot = request.slot, var state = states[name] {
-                state.nextSlot = min(state.nextSlot ?? slot, slot)
-                states[name] = state
-            }
-        case .outcome(.finished(_, .failed, _, _)):
-            planRetry(after: request)
-        case .outcome:
-            break
+        case .slotNotDue: end = .slotNotDue
+        case .outcome(.finished(_, .failed, _, _)): end = .failed
+        case .outcome(.finished(_, .succeeded, _, _)): end = .succeeded
+        case .outcome: end = .other
         case .databaseError(let error):
-            logger.error("run aborted: database error", metadata: ["job": "\(name)", "error": "\(error)"])
-            planRetry(after: request)
+            logger.error("run aborted: database error", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
+            end = .failed
         }
-        if name == BuiltInJob.logoutInactive.rawValue { refreshDeadlineCheck() }
+        let retryBefore = scheduler.states[request.job.name]?.retry?.attempt
+        scheduler.finished(request, end, now: clock.now, stopping: stopRequested.load(ordering: .relaxed))
+        logRetryIfPlanned(request.job, before: retryBefore, reason: "the run failed")
         notifier.status(statusLine())
     }
 
-    private func planRetry(after request: JobRunner.Request) {
-        guard request.trigger != .manual, request.attempt <= request.job.maxRetries,
-              !stopRequested.load(ordering: .relaxed) else { return }
-        let delay = Self.retryBaseDelay * (1 << min(request.attempt - 1, 16))
-        let at = clock.now.addingTimeInterval(delay.seconds)
-        var state = states[request.job.name, default: JobState()]
-        if let next = state.nextSlot, at >= next { return }
-        state.retry = (at, request.attempt + 1)
-        states[request.job.name] = state
-        logger.info("retry planned", metadata: ["job": "\(request.job.name)", "attempt": "\(request.attempt + 1)",
-                                                "retry_in_ms": "\(delay.microseconds / 1000)"])
+    private func logRetryIfPlanned(_ job: JobConfiguration, before: Int?, reason: String) {
+        guard let retry = scheduler.states[job.name]?.retry, retry.attempt != before else { return }
+        logger.info("retry planned", metadata: [
+            "job": "\(job.name)", "attempt": "\(retry.attempt)", "reason": "\(reason)",
+            "retry_in_ms": "\(Int64(retry.at.timeIntervalSince(clock.now) * 1000))"])
     }
 
-    // MARK: logout-inactive deadlines
+    // MARK: Waking
 
-    /// `logout-inactive` and its settings, when it is enabled and deadline checks apply.
-    ///
-    /// Normal mode only: low-footprint mode sleeps until the next slot (SPEC §5),
-    /// so there idle sessions are revoked on the job's schedule.
-    private var deadlineJob: (JobConfiguration, LogoutInactiveSettings)? {
-        guard !lowFootprint, let job = configuration.job(named: BuiltInJob.logoutInactive.rawValue), job.enabled,
-              case .logoutInactive(let settings) = job.settings else { return nil }
-        return (job, settings)
-    }
-
-    /// At a planned deadline check, asks the database whether a session's idle
-    /// deadline has passed: if so `logout-inactive` runs now, else the next check is planned.
-    private func checkSessionDeadlines(now: Date) {
-        guard let (job, _) = deadlineJob, let state = states[job.name], !state.running, state.queued == nil,
-              let check = state.deadlineCheck, check <= now else { return }
-        guard let wait = secondsUntilNextDeadline() else { return }
-        if let wait, wait <= 0 {
-            states[job.name]?.deadlineCheck = nil
-            states[job.name]?.queued = JobRunner.Request(job: job, trigger: .schedule)
-        } else {
-            planDeadlineCheck(wait: wait)
+    /// How long the scheduler may sleep: until the next run (or, while the
+    /// database is unreachable, the next connection attempt) or watchdog ping;
+    /// `nil` (until an event) when nothing is planned.
+    func timeUntilNextWake() -> Duration? {
+        var wait = timeUntilNextRun()
+        if let untilAttempt = pool.timeUntilReconnectAttempt {
+            // Nothing can start before the next connection attempt. Normal mode
+            // reconnects even with nothing due: its LISTEN connection must be up.
+            if let planned = wait {
+                wait = max(planned, untilAttempt)
+            } else if !lowFootprint {
+                wait = untilAttempt
+            }
         }
+        return Self.earliest(wait, timeUntilWatchdogPing())
     }
 
-    /// `logout-inactive`: plans the next look at the sessions, so that every idle
-    /// session is revoked within moments of its deadline rather than at the next slot.
-    func refreshDeadlineCheck() {
-        guard deadlineJob != nil, let wait = secondsUntilNextDeadline() else { return }
-        planDeadlineCheck(wait: wait)
+    /// How long until the scheduler has something to do (zero when it can start something now).
+    func timeUntilNextRun() -> Duration? {
+        scheduler.nextWake(now: clock.now, freePlaces: pool.placesFree, canRecord: pool.canRecord)
+            .map { clock.duration(until: $0) }
     }
 
-    /// Seconds until the earliest active session's deadline (`.some(nil)`: no
-    /// active session); nil when the database could not be asked.
-    private func secondsUntilNextDeadline() -> Double?? {
-        guard let (_, settings) = deadlineJob, !controlLent, let connection = control else { return nil }
-        do {
-            return .some(try LogoutInactive.secondsUntilNextDeadline(
-                connection, schema: quoteIdentifier(configuration.database.appSchema), idleTimeout: settings.idleTimeout))
-        } catch {
-            controlLost(error)
-            return nil
-        }
+    /// How long until systemd's watchdog wants the next ping; nil when it is off.
+    func timeUntilWatchdogPing() -> Duration? {
+        notifier.watchdogInterval.map { max(.zero, $0 - (ContinuousClock.now - lastWatchdog)) }
     }
 
-    /// The next check comes at the earliest deadline, and at the latest one
-    /// `idle_timeout` from now: a session that starts later cannot reach its
-    /// deadline before then, so none is missed. A slot that comes first covers it.
-    private func planDeadlineCheck(wait: Double?) {
-        guard let (job, settings) = deadlineJob else { return }
-        let lookahead = settings.idleTimeout.seconds
-        let seconds = min(wait.map { max($0, 0) + Self.deadlineMargin } ?? lookahead, lookahead)
-        let check = clock.now.addingTimeInterval(seconds)
-        var state = states[job.name, default: JobState()]
-        state.deadlineCheck = (state.nextSlot.map { check < $0 } ?? true) ? check : nil
-        states[job.name] = state
+    static func earliest(_ a: Duration?, _ b: Duration?) -> Duration? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 }

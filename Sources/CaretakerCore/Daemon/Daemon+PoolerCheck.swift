@@ -11,13 +11,13 @@ extension Daemon {
     /// second connection fails, or the first one breaks meanwhile) is logged as a
     /// warning and does not stop the start.
     func refusesSharedSessions() -> Bool {
-        guard let control else { return false }
+        guard let control = pool.control else { return false }
         let verdict: PoolerCheck.Verdict
         do {
             verdict = try PoolerCheck.probe(control, connector: configuration.connector())
         } catch {
             verdict = .inconclusive(reason: "\(error)")
-            if !control.isHealthy { dropConnections() }
+            if !control.isHealthy { pool.dropAll() }
         }
         switch verdict {
         case .ownSessions:

@@ -14,19 +14,17 @@ import Glibc
 import Musl
 #endif
 
-/// `caretaker run`: the long-running scheduler (SPEC §4).
+/// `caretaker run`: the long-running scheduler (SPEC §4), the shell around `Scheduler`.
 ///
 /// One scheduler thread owns all state. It sleeps in `poll(2)` until the
-/// earliest due time, a signal, a finished run or a NOTIFY, then starts due
-/// runs on threads of their own (libpq blocks; nothing here touches Swift's
-/// cooperative pool). Every decision about time is taken on the database
-/// clock, carried forward by `ClockEstimate` between readings, and a slot is
-/// only claimed once the database agrees it is due. Nothing on the scheduler
-/// thread waits for the database for longer than one statement: while it is
-/// unreachable, reconnection attempts are planned like any other wake-up, so
-/// signals are handled and the watchdog is fed throughout. In low-footprint
-/// mode there is a single connection, lent to the one running job, and closed
-/// while the next run is far away.
+/// earliest due time, a signal, a finished run or a NOTIFY, asks the `Scheduler`
+/// what to do on a fresh reading of the database clock, and carries that out:
+/// starts runs on threads of their own (libpq blocks; nothing here touches Swift's
+/// cooperative pool), records skipped slots, asks deadline queries, feeds the
+/// watchdog, handles signals. The connections, and the low-footprint rules for
+/// them, belong to the `ConnectionPool`. Nothing on the scheduler thread waits for
+/// the database longer than one statement (`statement_timeout`) or one connection
+/// attempt: while it is unreachable, attempts are planned like any other wake-up.
 public final class Daemon: @unchecked Sendable {
     enum Event: Sendable {
         case signal(Int32)
@@ -38,7 +36,7 @@ public final class Daemon: @unchecked Sendable {
         case outcome(JobRunner.Outcome)
         /// The slot was not due yet on the database clock; nothing was recorded.
         case slotNotDue
-        /// The database failed under the run (connection lost, bookkeeping missing).
+        /// The database failed under the run (connection lost, bookkeeping missing or timed out).
         case databaseError(PostgresError)
     }
 
@@ -54,31 +52,13 @@ public final class Daemon: @unchecked Sendable {
     let stopRequested = Atomic<Bool>(false)
     /// `worker.shutdown_grace` in microseconds, readable from the signal thread while a reload changes it.
     let shutdownGraceMicroseconds: Atomic<Int64>
-    /// Connections running a job right now, to cancel when the shutdown grace runs out.
-    let busyConnections = Mutex<[ObjectIdentifier: Connection]>([:])
-
-    /// The scheduler's connection: clock readings, claims of skipped slots, LISTEN.
-    var control: Connection?
-    /// Low-footprint mode: the single connection is running a job (it is not in `control` meanwhile).
-    var controlLent = false
+    let pool: ConnectionPool
+    var scheduler: Scheduler
     /// Low-footprint mode: idle memory was handed back since the last run or reload.
     var idleMemoryReleased = false
     /// A connection has worked before: a later one must catch up on NOTIFYs it missed.
     var connectedBefore = false
-    /// While the database is unreachable: when to try again, and how long the next wait is.
-    var reconnect: ReconnectBackoff?
-    var idleConnections: [Connection] = []
-    /// Connections that were running a job when the database settings changed
-    /// (SIGHUP): they serve the old database, so they are closed when their run ends.
-    var retiredConnections: Set<ObjectIdentifier> = []
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
-    var states: [String: JobState] = [:]
-    /// Slots to record `skipped` (their job was running, or their run found no free
-    /// place): recorded as soon as a connection is free and the slot is due on the
-    /// database clock (low-footprint mode lends its only connection to runs).
-    var pendingSkips: [PendingSkip] = []
-    typealias PendingSkip = (job: JobConfiguration, slot: Date, reason: JobRunner.SkipReason)
-    var runningCount = 0
     var lastWatchdog = ContinuousClock.now
     private var signalSources: [any DispatchSourceSignal] = []
 
@@ -93,6 +73,12 @@ public final class Daemon: @unchecked Sendable {
         self.runner = JobRunner(configuration: configuration,
                                 mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
                                 logger: logger)
+        self.pool = ConnectionPool(lowFootprint: configuration.worker.lowFootprint, logger: logger,
+                                   open: { throw PostgresError(kind: .connection, message: "not started") },
+                                   prepare: { _ in })
+        self.scheduler = Scheduler(jobs: [], maxConcurrentJobs: 1, deadlineChecks: false, now: Date(timeIntervalSince1970: 0))
+        pool.open = { [unowned self] in try self.configuration.connector().connect(applicationName: "caretaker") }
+        pool.prepare = { [unowned self] in try self.prepare($0) }
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean shutdown).
@@ -103,13 +89,16 @@ public final class Daemon: @unchecked Sendable {
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
         guard waitForDatabase() else { return shutdown() }
         if refusesSharedSessions() { return .configuration }
-        planInitialRuns()
+        startScheduling()
         notifier.ready(status: statusLine())
-        logger.info("ready", metadata: ["jobs": "\(enabledJobs.map(\.name).joined(separator: ","))"])
+        logger.info("ready", metadata: ["jobs": "\(scheduler.jobs.map(\.name).joined(separator: ","))"])
         while !stopRequested.load(ordering: .relaxed) {
             // Normal mode keeps its LISTEN connection open, reconnecting as the backoff allows.
-            if !lowFootprint { _ = ensureControl() }
-            dispatchDueRuns()
+            if !lowFootprint { _ = pool.ensureControl() }
+            dispatchDueWork()
+            // A NOTIFY that libpq read along with a query's result waits in its buffer,
+            // where poll(2) cannot see it: take it before sleeping, and act on it now.
+            if drainNotifications() { continue }
             releaseIdleConnectionIfFar()
             let timeout = timeUntilNextWake()
             // Last before sleeping: whatever code runs after it maps its pages back.
@@ -123,18 +112,17 @@ public final class Daemon: @unchecked Sendable {
     /// database answers and caretaker's schema is there. False on shutdown.
     private func waitForDatabase() -> Bool {
         while !stopRequested.load(ordering: .relaxed) {
-            if ensureControl() != nil { return true }
-            waitForEvents(timeout: Self.earliest(timeUntilReconnectAttempt(), timeUntilWatchdogPing()))
+            if pool.ensureControl() != nil { return true }
+            waitForEvents(timeout: Self.earliest(pool.timeUntilReconnectAttempt, timeUntilWatchdogPing()))
         }
         return false
     }
 
     /// Sleeps until the timeout, an event or a NOTIFY; handles what arrived and feeds the watchdog.
     private func waitForEvents(timeout: Duration?) {
-        let wake = events.wait(timeout: timeout, socket: listenSocket)
+        let wake = events.wait(timeout: timeout, socket: pool.listenSocket)
         wake.events.forEach(handle)
-        // Also after a plain timeout: a NOTIFY read along with a query's result waits in libpq's buffer.
-        readNotifications()
+        drainNotifications()
         feedWatchdog()
     }
 
@@ -179,10 +167,11 @@ public final class Daemon: @unchecked Sendable {
         let cancelAt = grace - min(grace / 10, .seconds(2))
         DispatchQueue.global().asyncAfter(deadline: .now() + cancelAt.seconds) { [weak self] in
             guard let self else { return }
-            let busy = self.busyConnections.withLock { Array($0.values) }
-            if !busy.isEmpty {
-                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(busy.count)"])
-                busy.forEach { $0.cancel() }
+            let running = self.pool.runningConnections
+            if running > 0 {
+                // Logged first: once cancelled, the runs end and the process may exit at once.
+                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
+                self.pool.cancelBusy()
             }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
@@ -198,17 +187,18 @@ public final class Daemon: @unchecked Sendable {
     private func shutdown() -> ExitStatus {
         notifier.stopping()
         stopRequested.store(true, ordering: .relaxed)
-        if runningCount > 0 {
-            logger.info("waiting for running jobs to stop between batches", metadata: ["runs": "\(runningCount)"])
+        if scheduler.runningCount > 0 {
+            logger.info("waiting for running jobs to stop between batches", metadata: ["runs": "\(scheduler.runningCount)"])
         }
-        while runningCount > 0 {
+        while scheduler.runningCount > 0 {
             events.wait(timeout: notifier.watchdogInterval).events.forEach(handle)
             feedWatchdog()
         }
         // Slots that came due while low-footprint mode's only connection was busy.
-        if !pendingSkips.isEmpty, let control { recordPendingSkips(on: control) }
-        idleConnections.removeAll()
-        control = nil
+        if !scheduler.pendingSkips.isEmpty, let control = pool.control {
+            carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true), control: control)
+        }
+        pool.dropAll()
         logger.info("stopped")
         return .ok
     }
@@ -216,43 +206,59 @@ public final class Daemon: @unchecked Sendable {
     // MARK: Reload
 
     /// SIGHUP: reads `jobs.toml` again; an invalid file leaves everything as it was.
+    ///
+    /// `low_footprint` is not reloaded, as a whole: the file is read as if it had the
+    /// running mode's value, so the mode's defaults (batch size, pause, bcrypt cost,
+    /// one job at a time) stay those of the running mode too, and the log says so.
     private func reload() {
         let fresh: Configuration
         let mail: (any MailTransport)?
+        let ignoredLowFootprint: Bool
         do {
-            fresh = try ConfigurationLoader.load(path: configurationPath, lowFootprint: lowFootprintFlag ? true : nil)
+            (fresh, ignoredLowFootprint) = try Self.loadForReload(path: configurationPath, runningLowFootprint: lowFootprint,
+                                                                 lowFootprintFlag: lowFootprintFlag)
             mail = try MailSetup.transport(for: fresh.jobs.filter(\.enabled), configuration: fresh)
         } catch {
             logger.error("configuration reload failed; keeping the previous configuration",
                          metadata: ["config": "\(configurationPath)", "error": "\(error)"])
             return
         }
-        if fresh.worker.lowFootprint != lowFootprint {
-            logger.warning("low_footprint changes take effect at the next start", metadata: ["config": "\(configurationPath)"])
+        if ignoredLowFootprint {
+            logger.warning("""
+                low_footprint changed in the configuration: not applied until the next start; \
+                until then this instance keeps low_footprint = \(lowFootprint) and that mode's defaults
+                """, metadata: ["config": "\(configurationPath)"])
         }
         let databaseChanged = fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
-        let previous = configuration
         configuration = fresh
-        configuration.worker.lowFootprint = lowFootprint
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
-        replanAfterReload(previous: previous)
+        scheduler.reload(jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now)
         if databaseChanged {
             // Connections to the old database would keep serving it: connect afresh.
-            dropConnections()
-            retiredConnections.formUnion(busyConnections.withLock { Set($0.keys) })
-        } else if let control, !lowFootprint {
-            do { try listen(on: control) } catch { controlLost(error) }
+            pool.retireAll()
+        } else if let control = pool.control, !lowFootprint {
+            do { try listen(on: control) } catch { pool.controlFailed(error) }
         }
         logger.info("configuration reloaded", metadata: ["config": "\(configurationPath)"])
         notifier.status(statusLine())
     }
 
+    /// Reads the configuration for a reload, with `low_footprint` held at the running
+    /// mode's value (the flag, when given, wins as at start-up). Also says whether the
+    /// file asks for a different mode, which then waits for the next start.
+    static func loadForReload(path: String, runningLowFootprint: Bool,
+                              lowFootprintFlag: Bool) throws(ConfigurationError) -> (Configuration, ignoredLowFootprint: Bool) {
+        let asWritten = try ConfigurationLoader.load(path: path, lowFootprint: lowFootprintFlag ? true : nil)
+        guard asWritten.worker.lowFootprint != runningLowFootprint else { return (asWritten, false) }
+        return (try ConfigurationLoader.load(path: path, lowFootprint: runningLowFootprint), true)
+    }
+
     func statusLine() -> String {
         let enabled = configuration.jobs.filter(\.enabled).count
-        return "\(enabled) jobs enabled, \(runningCount) running\(lowFootprint ? ", low-footprint" : "")"
+        return "\(enabled) jobs enabled, \(scheduler.runningCount) running\(lowFootprint ? ", low-footprint" : "")"
     }
 
     /// Fed from the loop itself: a stuck scheduler stops feeding and systemd restarts it.

@@ -12,8 +12,15 @@ struct JobState {
     var running = false
     /// A failed run's next attempt: when, and which attempt it is.
     var retry: (at: Date, attempt: Int)?
-    /// `logout-inactive`: when to look at the sessions' idle deadlines next, when that comes before `nextSlot`.
+    /// When to ask the job's deadline query next, when that comes before `nextSlot`.
     var deadlineCheck: Date?
+    /// The run that just ended, until the deadline query says whether it left work due.
+    var lastRun: (request: JobRunner.Request, failed: Bool)?
+    /// When the job's latest run here started (database clock): work due before then was its to do.
+    var lastStart: Date?
+    /// Attempts since the last slot that failed or left their work undone; a deadline
+    /// run counts as the next one and waits for the next slot once `max_retries` are used.
+    var failedAttempts = 0
     /// A NOTIFY arrived (or LISTEN reconnected): run soon.
     var notified = false
     /// A run waiting for a free place under `max_concurrent_jobs`.
@@ -36,20 +43,6 @@ struct JobState {
         retry = nil
         notified = false
         deadlineCheck = nil
-    }
-}
-
-/// The LISTEN channel that wakes each job, as the notify-trigger migration names them.
-enum NotifyChannel {
-    static func channel(for job: String) -> String? {
-        switch job {
-        case BuiltInJob.sendTempPasswords.rawValue: "caretaker_send_temp_passwords"
-        case BuiltInJob.leaderSuccession.rawValue: "caretaker_leader_succession"
-        default: nil
-        }
-    }
-
-    static func job(for channel: String) -> String? {
-        BuiltInJob.allCases.map(\.rawValue).first { self.channel(for: $0) == channel }
+        lastRun = nil
     }
 }

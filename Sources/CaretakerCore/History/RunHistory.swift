@@ -15,6 +15,8 @@ import Darwin
 /// How a run came about (`job_runs.trigger`).
 public enum RunTrigger: String, Sendable, CaseIterable {
     case schedule, catchUp = "catch-up", manual, notify, retry
+    /// A job's deadline query said its work was due (logout-inactive: a session's idle deadline).
+    case deadline
 }
 
 /// How a run ended (`job_runs.status`).
@@ -55,6 +57,22 @@ public enum RunHistory {
             VALUES ($1, $2, 'skipped', to_timestamp($3::float8), clock_timestamp(), clock_timestamp(), $4, $5, $6, pg_backend_pid())
             RETURNING id
             """, job, trigger.rawValue, slot.timeIntervalSince1970, reason,
+            ProcessIdentity.hostname, ProcessIdentity.pid).first
+        return row?.int64("id") ?? 0
+    }
+
+    /// Inserts the one `skipped` row that stands for the slots of `job` nobody ran
+    /// while no worker was up; `stats` counts them and names the first and last.
+    public static func recordMissed(_ connection: Connection, job: String, count: Int, first: Date, last: Date,
+                                    reason: String) throws -> Int64 {
+        let row = try connection.query("""
+            INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, stats, error, host, pid, backend_pid)
+            VALUES ($1, 'schedule', 'skipped', to_timestamp($4::float8), clock_timestamp(), clock_timestamp(),
+                    jsonb_build_object('missed_slots', $2::bigint, 'first_missed', to_timestamp($3::float8),
+                                       'last_missed', to_timestamp($4::float8)),
+                    $5, $6, $7, pg_backend_pid())
+            RETURNING id
+            """, job, count, first.timeIntervalSince1970, last.timeIntervalSince1970, reason,
             ProcessIdentity.hostname, ProcessIdentity.pid).first
         return row?.int64("id") ?? 0
     }

@@ -1,9 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Postgres
 
 /// `logout-inactive`: revokes sessions idle for `idle_timeout` (database clock).
 ///
 /// Only `revoked_at` and `revoked_reason` change. The daemon also asks
-/// `nextDeadline` when to look again, so a session is revoked within seconds of
+/// `deadlines` when to look again, so a session is revoked within seconds of
 /// going idle rather than at the next scheduled slot.
 struct LogoutInactive: Job {
     let settings: LogoutInactiveSettings
@@ -62,14 +67,22 @@ struct LogoutInactive: Job {
         """
     }
 
-    /// Seconds from the database's now until the next active session goes idle;
-    /// `nil` when no session is active.
-    static func secondsUntilNextDeadline(_ connection: Connection, schema s: String,
-                                         idleTimeout: Duration) throws -> Double? {
+    /// For the daemon's deadline wake-ups: whether a session that was already idle
+    /// at `since` (the start of the last run) is still active (the run could not
+    /// revoke it: the app holds it locked, or the update fails), and the seconds from
+    /// the database's now until the first session that goes idle after `since` does
+    /// (≤ 0: it already has; nil: none). Without `since`, every idle session is new.
+    static func deadlines(_ connection: Connection, schema s: String, idleTimeout: Duration,
+                          since: Date?) throws -> DeadlineAnswer {
         let row = try connection.query("""
-            SELECT extract(epoch FROM min(last_seen_at) + $1::bigint * interval '1 microsecond' - now()) AS wait
-            FROM \(s).sessions WHERE revoked_at IS NULL
-            """, idleTimeout.microseconds).first
-        return row?.double("wait")
+            SELECT EXISTS (SELECT 1 FROM \(s).sessions
+                           WHERE revoked_at IS NULL
+                             AND last_seen_at <= to_timestamp($2::float8) - $1::bigint * interval '1 microsecond') AS stuck,
+                   extract(epoch FROM (SELECT min(last_seen_at) FROM \(s).sessions
+                                       WHERE revoked_at IS NULL
+                                         AND last_seen_at > to_timestamp($2::float8) - $1::bigint * interval '1 microsecond')
+                                      + $1::bigint * interval '1 microsecond' - now()) AS wait
+            """, idleTimeout.microseconds, since.map(\.timeIntervalSince1970) ?? -1e11).first
+        return DeadlineAnswer(stuck: row?.bool("stuck") == true && since != nil, secondsUntilNext: row?.double("wait"))
     }
 }

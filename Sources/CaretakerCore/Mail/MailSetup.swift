@@ -36,7 +36,8 @@ public enum MailSetup {
                 ?? environment["CARETAKER_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
             return try SMTPTransport(configuration: .init(
                 url: options.url, starttls: options.starttls,
-                username: options.username.isEmpty ? nil : options.username, password: password))
+                username: options.username.isEmpty ? nil : options.username, password: password,
+                caFile: options.caFile.isEmpty ? nil : options.caFile))
         }
     }
 }

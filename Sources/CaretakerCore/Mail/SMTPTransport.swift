@@ -24,6 +24,9 @@ public struct SMTPTransport: MailTransport {
         public var username: String?
         /// AUTH password, already read from `password_file` by the caller.
         public var password: String?
+        /// PEM file of the CA(s) to verify the server's certificate with (`mail.ca_file`);
+        /// nil: the system's CAs. Verification of peer and host name is always on.
+        public var caFile: String?
         /// Limit for establishing the connection (TCP and TLS).
         public var connectTimeout: Duration
         /// Limit for the whole exchange, connection included.
@@ -31,8 +34,9 @@ public struct SMTPTransport: MailTransport {
 
         public init(
             url: String, starttls: Bool = false, username: String? = nil, password: String? = nil,
-            connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(30)
+            caFile: String? = nil, connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(30)
         ) {
+            self.caFile = caFile
             self.url = url
             self.starttls = starttls
             self.username = username
@@ -136,6 +140,7 @@ private final class CurlSession {
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
         try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.timeout))
         if configuration.starttls { try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)) }
+        if let caFile = configuration.caFile { try set(CURLOPT_CAINFO, caFile) }
         if let username = configuration.username, !username.isEmpty {
             try set(CURLOPT_USERNAME, username)
             try set(CURLOPT_PASSWORD, configuration.password ?? "")
@@ -177,7 +182,10 @@ private final class CurlSession {
             return MailError(.authentication, "SMTP server refused the login" + Self.suffix(smtpCode), smtpCode: smtpCode)
         case CURLE_USE_SSL_FAILED:
             return MailError(.connection, "SMTP server at \(displayURL) does not offer STARTTLS")
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE:
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return MailError(.connection, "TLS handshake with \(displayURL) failed: its certificate is not trusted "
+                + "(mail.ca_file, else the system's CAs): \(Self.redactedDetail(detail, fallback: code))")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE:
             return MailError(.connection, "TLS with \(displayURL) failed: \(Self.redactedDetail(detail, fallback: code))")
         case CURLE_GOT_NOTHING:
             return MailError(.connection, "connection to \(displayURL) broke: \(Self.redactedDetail(detail, fallback: code))")

@@ -25,6 +25,7 @@ public struct Migration: Sendable {
         .referenceAppSchema,
         .notifyTriggers,
         .expiryIndexes,
+        .deadlineTrigger,
     ]
 
     /// The SQL with the app schema substituted.

@@ -137,6 +137,20 @@ public struct JobRunner: Sendable {
                                                  reason: reason, on: connection))
     }
 
+    /// Records the slots of `job` that nobody ran while no worker was up, as one
+    /// `skipped` row (reason `missedWhileDown`, the count and the first and last in
+    /// its stats). Claims `last` first, so of several instances starting at once
+    /// only one records it. False when another instance already did.
+    public func recordMissedSlots(job: JobConfiguration, first: Date, last: Date, count: Int,
+                                  on connection: Connection) throws -> Bool {
+        guard try claim(slot: last, job: job.name, on: connection) == .claimed else { return false }
+        let runID = try RunHistory.recordMissed(connection, job: job.name, count: count, first: first, last: last,
+                                                reason: SkipReason.missedWhileDown.text)
+        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
+                             job.name, last.timeIntervalSince1970, runID)
+        return true
+    }
+
     /// Why a due slot was not run; the text goes to `job_runs.error` and the log.
     public enum SkipReason: Sendable {
         /// The job's previous run was still going.
@@ -144,11 +158,14 @@ public struct JobRunner: Sendable {
         /// The run waited for a place under `worker.max_concurrent_jobs` (or, in
         /// low-footprint mode, for the one connection) until the job's next slot came.
         case noFreePlace
+        /// No worker ran while the slot came (the daemon was down); one row stands for all such slots.
+        case missedWhileDown
 
         var text: String {
             switch self {
             case .previousRunStillGoing: "the previous run of this job was still going"
             case .noFreePlace: "it waited for a free place (worker.max_concurrent_jobs) until the next slot came"
+            case .missedWhileDown: "missed while no worker ran"
             }
         }
     }

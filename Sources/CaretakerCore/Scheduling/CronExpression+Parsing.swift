@@ -14,6 +14,7 @@ extension CronExpression {
         months = try CronField.month.parse(fields[3])
         daysOfWeek = try CronField.dayOfWeek.parse(fields[4])
         daysMatchEither = !fields[2].hasPrefix("*") && !fields[4].hasPrefix("*")
+        isFixedTime = !fields[0].hasPrefix("*") && !fields[1].hasPrefix("*")
     }
 }
 

@@ -12,6 +12,11 @@ struct CronExpression: Hashable, Sendable {
     /// Vixie cron's rule: when either day field starts with `*`, a day must match
     /// both fields; when both are restricted, it must match either.
     var daysMatchEither: Bool
+    /// cronie's *fixed-time* job: neither the minute nor the hour field starts with `*`.
+    /// Across DST such a job runs once per matching wall-clock time (a time in a
+    /// spring-forward gap at the first instant after it, a repeated one at its first
+    /// occurrence); any other job runs whenever the wall clock shows a matching minute.
+    var isFixedTime: Bool
 
     func matches(_ date: CivilDate) -> Bool {
         let dayOfMonth = daysOfMonth.contains(date.day)

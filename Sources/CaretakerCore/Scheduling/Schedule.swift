@@ -7,9 +7,11 @@ import Foundation
 /// When a job is due: a 5-field cron expression, a macro such as `@daily`, or `@every 90s`.
 ///
 /// A schedule is a set of *slots* (instants). Cron slots are whole minutes of the
-/// wall clock in `timeZone`, with SPEC §4's DST rules: a wall-clock time the clock
-/// skips has no slot, one it shows twice has a slot at its first occurrence only.
-/// `@every D` slots are the multiples of D since the Unix epoch, the same on every
+/// wall clock in `timeZone`, with SPEC §4's DST rule (cronie's): a *fixed-time* job
+/// (neither minute nor hour field starts with `*`) runs once per matching wall-clock
+/// time — at the first instant after a spring-forward gap that swallowed it, at the
+/// first occurrence of a repeated one; any other job has no slot in a gap and runs
+/// at both occurrences of a repeated time. `@every D` slots are the multiples of D since the Unix epoch, the same on every
 /// host whatever its time zone. See docs/scheduling.md.
 public struct Schedule: Sendable, Equatable, CustomStringConvertible {
     /// The schedule as written, without surrounding whitespace.
@@ -144,37 +146,43 @@ public struct Schedule: Sendable, Equatable, CustomStringConvertible {
         return .seconds(Int64(second.timeIntervalSince(first).rounded()))
     }
 
-    // Slots are the first occurrences of matching wall-clock minutes. Those instants
-    // rise with the wall clock, so the answer is the first matching minute (in wall
-    // order) whose slot lies on the right side of `now`; the loops below only skip
-    // the few minutes of a DST gap or repeated hour.
+    // Each matching wall-clock minute gives zero, one or two instants (see
+    // `ZoneClock.slots(showing:fixedTime:)`). Those instants rise with the wall clock
+    // except within a few hours of a DST change, so the search walks matching wall
+    // minutes from a little before `now` and stops once no later wall minute can
+    // give an instant that beats the best one found.
 
     private func nextCronSlot(_ cron: CronExpression, after now: Int64) -> Int64? {
         let clock = ZoneClock(timeZone: timeZone)
-        var start = LocalMinute(wallSeconds: clock.wallSeconds(at: now)).adding(minutes: 1)
+        // A fall-back within the next day shows earlier wall times again: start from the smaller reading.
+        var start = LocalMinute(wallSeconds: now + clock.smallestOffset(around: now, daysBefore: 0))
         let lastYear = start.year + Self.searchYears
+        var best: Int64?
         while let wall = cron.firstMatch(atOrAfter: start, throughYear: lastYear) {
-            if let slot = clock.firstInstant(showing: wall.wallSeconds), slot > now {
-                return slot
+            if let best, wall.wallSeconds - clock.largestOffset(around: best) > best { break }
+            for slot in clock.slots(showing: wall.wallSeconds, fixedTime: cron.isFixedTime) where slot > now {
+                best = min(best ?? slot, slot)
             }
             start = wall.adding(minutes: 1)
         }
-        return nil
+        return best
     }
 
     private func previousCronSlot(_ cron: CronExpression, atOrBefore now: Int64) -> Int64? {
         let clock = ZoneClock(timeZone: timeZone)
-        // In the hour after a fall-back, wall times later than the current one already
-        // had their first occurrence, so start from the clock reading before the change.
-        var start = LocalMinute(wallSeconds: now + clock.largestRecentOffset(before: now))
+        // In the hours after a fall-back, wall times later than the current one were
+        // already shown: start from the larger reading of the past day.
+        var start = LocalMinute(wallSeconds: now + clock.largestOffset(around: now, daysAfter: 0))
         let firstYear = start.year - Self.searchYears
+        var best: Int64?
         while let wall = cron.lastMatch(atOrBefore: start, downToYear: firstYear) {
-            if let slot = clock.firstInstant(showing: wall.wallSeconds), slot <= now {
-                return slot
+            if let best, wall.wallSeconds - clock.smallestOffset(around: best) < best { break }
+            for slot in clock.slots(showing: wall.wallSeconds, fixedTime: cron.isFixedTime) where slot <= now {
+                best = max(best ?? slot, slot)
             }
             start = wall.adding(minutes: -1)
         }
-        return nil
+        return best
     }
 }
 

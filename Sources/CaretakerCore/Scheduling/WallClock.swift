@@ -110,8 +110,8 @@ struct CivilDate: Hashable, Sendable {
 /// Maps between instants (seconds since the Unix epoch) and wall-clock seconds in one time zone.
 ///
 /// `Calendar.date(from:)` silently moves a non-existent local time forward and picks
-/// one of the two instants of a repeated one; SPEC §4 wants the first skipped and
-/// the second never used, so the mapping is done here explicitly from UTC offsets.
+/// one of the two instants of a repeated one; SPEC §4's DST rule needs both cases
+/// decided explicitly, so the mapping is done here from UTC offsets.
 struct ZoneClock: Sendable {
     let timeZone: ZoneInfo
 
@@ -123,24 +123,58 @@ struct ZoneClock: Sendable {
         instant + utcOffset(at: instant)
     }
 
-    /// The earliest instant at which the wall clock shows `wall`, or nil when the
-    /// clock jumps over it (spring-forward gap).
-    func firstInstant(showing wall: Int64) -> Int64? {
+    /// Every instant at which the wall clock shows `wall`, earliest first: none in a
+    /// spring-forward gap, two in a repeated (fall-back) stretch, else one.
+    func instants(showing wall: Int64) -> [Int64] {
         // Any offset in force within a day of `wall` is a candidate; an offset is right
         // when the zone really uses it at the instant it produces.
-        let candidates = Set([wall - 86_400, wall, wall + 86_400].map(utcOffset(at:)))
-        return candidates
-            .map { wall - $0 }
-            .filter { wallSeconds(at: $0) == wall }
-            .min()
+        Set(offsetsNear(wall)).map { wall - $0 }.filter { wallSeconds(at: $0) == wall }.sorted()
     }
 
-    /// The larger of the UTC offsets in force at `instant` and a day earlier.
+    /// The slots a cron job matching the wall-clock time `wall` has there (SPEC §4):
+    /// a fixed-time job runs at the first occurrence, or at the first instant after a
+    /// gap that swallowed `wall`; any other job at every occurrence, none in a gap.
+    func slots(showing wall: Int64, fixedTime: Bool) -> [Int64] {
+        let shown = instants(showing: wall)
+        guard fixedTime else { return shown }
+        if let first = shown.first { return [first] }
+        return firstInstant(after: wall).map { [$0] } ?? []
+    }
+
+    /// The first instant whose wall-clock reading is later than `wall`, for a `wall`
+    /// that falls in a spring-forward gap: the moment the clock jumped over it.
+    func firstInstant(after wall: Int64) -> Int64? {
+        let offsets = offsetsNear(wall)
+        // Before the jump the wall clock reads earlier than `wall`, after it later.
+        var low = wall - offsets.max()!, high = wall - offsets.min()!
+        guard wallSeconds(at: high) > wall else { return nil }
+        while low < high {
+            let middle = low + (high - low) / 2
+            if wallSeconds(at: middle) > wall { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+
+    /// The largest UTC offset in force from `daysBefore` days before `instant` to `daysAfter` days after it.
     ///
-    /// Within a day after a fall-back, `instant + this` is the wall-clock reading before
-    /// the change: every wall time up to it has already had its first occurrence.
-    func largestRecentOffset(before instant: Int64) -> Int64 {
-        max(utcOffset(at: instant), utcOffset(at: instant - 86_400))
+    /// A zone changes its offset at most once within a day, so around a slot this bounds
+    /// every wall-clock reading a nearby instant can have.
+    func largestOffset(around instant: Int64, daysBefore: Int64 = 1, daysAfter: Int64 = 1) -> Int64 {
+        offsets(around: instant, daysBefore: daysBefore, daysAfter: daysAfter).max()!
+    }
+
+    /// The smallest UTC offset in force from `daysBefore` days before `instant` to `daysAfter` days after it.
+    func smallestOffset(around instant: Int64, daysBefore: Int64 = 1, daysAfter: Int64 = 1) -> Int64 {
+        offsets(around: instant, daysBefore: daysBefore, daysAfter: daysAfter).min()!
+    }
+
+    private func offsets(around instant: Int64, daysBefore: Int64, daysAfter: Int64) -> [Int64] {
+        (-daysBefore...daysAfter).map { utcOffset(at: instant + $0 * 86_400) }
+    }
+
+    /// The offsets in force within a day of the instant `wall` would be in UTC.
+    private func offsetsNear(_ wall: Int64) -> [Int64] {
+        [wall - 86_400, wall, wall + 86_400].map(utcOffset(at:))
     }
 }
 

@@ -1,0 +1,188 @@
+import Postgres
+
+/// The privileges a runtime role needs for the enabled built-in jobs, and nothing else
+/// (`caretaker migrate --grant ROLE`).
+///
+/// `migrate` runs as the owner of the schema; the daemon should not. The grant is exact
+/// and repeatable: it first revokes everything the role holds on caretaker's tables and
+/// the reference app tables, then grants per column what the enabled jobs read and write.
+/// Operator SQL jobs get nothing here: their grants are the operator's (README).
+///
+/// PostgreSQL lets a role lock rows (`FOR UPDATE`, `FOR SHARE`) only with UPDATE on at
+/// least one column of the table. Where the jobs lock rows of a table they update no
+/// column of, the role gets UPDATE on its first key column, which the app's foreign keys guard.
+public struct RuntimeGrants: Sendable {
+    /// What the role may do on one table; column lists are unquoted names.
+    public struct TablePrivileges: Sendable, Equatable {
+        public var select: Set<String> = []
+        public var update: Set<String> = []
+        public var insert: Set<String> = []
+        public var delete = false
+        /// The job locks rows (`FOR UPDATE`/`FOR SHARE`): without other UPDATE columns,
+        /// the role gets UPDATE on this key column, which PostgreSQL requires for locking.
+        public var lockColumn: String?
+        /// Whole-table SELECT/INSERT/UPDATE (caretaker's own tables).
+        public var allColumns = false
+    }
+
+    public let appSchema: String
+    /// The enabled built-in jobs the grants cover.
+    public let jobs: [String]
+    /// caretaker's own tables (schema `caretaker`), by name.
+    public let caretakerTables: [String: TablePrivileges]
+    /// Tables in `appSchema`, by name; only those some enabled job touches.
+    public let appTables: [String: TablePrivileges]
+
+    /// The grants for `jobs` (only the enabled built-in ones count).
+    public init(appSchema: String, jobs: [JobConfiguration]) {
+        self.appSchema = appSchema
+        var caretakerTables = Self.bookkeeping
+        var appTables: [String: TablePrivileges] = [:]
+        var covered: [String] = []
+        for job in jobs where job.enabled {
+            if case .sql = job.settings { continue }
+            covered.append(job.name)
+            for (table, privileges) in Self.needs(of: job.settings) {
+                appTables[table, default: TablePrivileges()].merge(privileges)
+            }
+            if case .prune = job.settings {
+                caretakerTables["job_runs"]?.delete = true
+                caretakerTables["job_slots"]?.delete = true
+            }
+        }
+        self.jobs = covered
+        self.caretakerTables = caretakerTables
+        self.appTables = appTables
+    }
+
+    /// caretaker's own tables: the runner records runs, claims slots and keeps state;
+    /// `check` and the daemon read the migration history.
+    static let bookkeeping: [String: TablePrivileges] = [
+        "job_runs": TablePrivileges(allColumns: true),
+        "job_slots": TablePrivileges(allColumns: true),
+        "job_state": TablePrivileges(allColumns: true),
+        "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
+    ]
+
+    /// The app tables every migration knows (the reference schema of SPEC §1).
+    static let referenceTables = ["users", "sessions", "packs", "pack_members", "posts", "password_reset_requests",
+                            "communities", "community_members", "community_leader_changes"]
+
+    /// What one built-in job reads and writes, per app table; the SQL is in `Jobs/`.
+    static func needs(of settings: JobSettings) -> [String: TablePrivileges] {
+        switch settings {
+        case .expireContent:
+            return [
+                "packs": TablePrivileges(select: ["id", "created_at", "is_admin"], delete: true, lockColumn: "id"),
+                "pack_members": TablePrivileges(select: ["pack_id"]),
+                "posts": TablePrivileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
+            ]
+        case .logoutInactive:
+            return ["sessions": TablePrivileges(select: ["id", "last_seen_at", "revoked_at"],
+                                                update: ["revoked_at", "revoked_reason"])]
+        case .sendTempPasswords:
+            return [
+                "users": TablePrivileges(
+                    select: ["id", "email", "display_name", "deleted_at",
+                             "temp_password_hash", "temp_password_expires_at", "must_change_password"],
+                    update: ["temp_password_hash", "temp_password_expires_at", "must_change_password"]),
+                "password_reset_requests": TablePrivileges(
+                    select: ["id", "email", "requested_at", "status", "attempts", "next_attempt_at", "sent_at", "last_error"],
+                    update: ["status", "attempts", "next_attempt_at", "sent_at", "last_error"]),
+            ]
+        case .leaderSuccession:
+            return [
+                "communities": TablePrivileges(select: ["id", "leader_id", "successor_id", "archived_at"],
+                                               update: ["leader_id", "successor_id", "archived_at"]),
+                "community_members": TablePrivileges(select: ["community_id", "user_id", "joined_at"],
+                                                     lockColumn: "community_id"),
+                "users": TablePrivileges(select: ["id", "deleted_at", "created_at"], lockColumn: "id"),
+                "sessions": TablePrivileges(select: ["user_id", "last_seen_at"]),
+                "community_leader_changes": TablePrivileges(
+                    insert: ["community_id", "previous_leader_id", "new_leader_id", "reason", "chosen_by", "run_id"]),
+            ]
+        case .prune:
+            return [
+                "sessions": TablePrivileges(select: ["id", "revoked_at"], delete: true),
+                "password_reset_requests": TablePrivileges(select: ["id", "status", "requested_at"], delete: true),
+            ]
+        case .sql:
+            return [:]
+        }
+    }
+
+    /// The statements, in order, with every identifier quoted: schema usage, then per
+    /// table a revoke of everything and the grants.
+    public func statements(role: String) -> [String] {
+        let grantee = quoteIdentifier(role)
+        var statements = ["GRANT USAGE ON SCHEMA caretaker, \(quoteIdentifier(appSchema)) TO \(grantee)"]
+        let known = Self.bookkeeping.keys.sorted().map { ("caretaker", $0, caretakerTables[$0]) }
+            + Self.referenceTables.map { (appSchema, $0, appTables[$0]) }
+        for (schema, table, privileges) in known {
+            let name = quoteIdentifier(schema) + "." + quoteIdentifier(table)
+            statements.append("REVOKE ALL ON TABLE \(name) FROM \(grantee)")
+            if let list = privileges?.grantList, !list.isEmpty {
+                statements.append("GRANT \(list) ON TABLE \(name) TO \(grantee)")
+            }
+        }
+        return statements
+    }
+
+    /// Applies `statements(role:)` in one transaction, after checking that `role` exists
+    /// and is neither a superuser nor the owner of a table it would lose rights on.
+    public func apply(role: String, on connection: Connection) throws {
+        try Self.checkGrantee(role, appSchema: appSchema, on: connection)
+        try connection.withTransaction {
+            for statement in statements(role: role) { try connection.execute(script: statement) }
+        }
+    }
+
+    /// Refuses a role that is missing, a superuser, or owns caretaker's or the app's tables.
+    static func checkGrantee(_ role: String, appSchema: String, on connection: Connection) throws {
+        guard let row = try connection.query("SELECT rolsuper FROM pg_roles WHERE rolname = $1", role).first else {
+            throw GrantError(role: role, reason: "no such role; create it first, e.g. CREATE ROLE \(quoteIdentifier(role)) LOGIN")
+        }
+        if row.bool("rolsuper") == true {
+            throw GrantError(role: role, reason: "it is a superuser, which bypasses every grant")
+        }
+        let owned = try connection.query("""
+            SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname IN ('caretaker', $2) AND c.relkind IN ('r', 'p') AND pg_has_role($1, c.relowner, 'USAGE')
+            ORDER BY 1 LIMIT 1
+            """, role, appSchema).first?["name"]
+        if let owned {
+            throw GrantError(role: role, reason: "it owns \(owned) (or is a member of its owner): run the worker as a role of its own")
+        }
+    }
+}
+
+extension RuntimeGrants.TablePrivileges {
+    mutating func merge(_ other: Self) {
+        select.formUnion(other.select)
+        update.formUnion(other.update)
+        insert.formUnion(other.insert)
+        delete = delete || other.delete
+        lockColumn = lockColumn ?? other.lockColumn
+        allColumns = allColumns || other.allColumns
+    }
+
+    /// `SELECT ("a", "b"), UPDATE ("c"), DELETE`, or `SELECT, INSERT, UPDATE, DELETE` for a whole table.
+    var grantList: String {
+        if allColumns { return "SELECT, INSERT, UPDATE" + (delete ? ", DELETE" : "") }
+        func columns(_ names: Set<String>) -> String { names.sorted().map(quoteIdentifier).joined(separator: ", ") }
+        var parts: [String] = []
+        if !select.isEmpty { parts.append("SELECT (\(columns(select)))") }
+        if !insert.isEmpty { parts.append("INSERT (\(columns(insert)))") }
+        let update = self.update.isEmpty ? Set([lockColumn].compactMap { $0 }) : self.update
+        if !update.isEmpty { parts.append("UPDATE (\(columns(update)))") }
+        if delete { parts.append("DELETE") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// `migrate --grant` refused the role.
+public struct GrantError: Error, CustomStringConvertible {
+    public let role: String
+    public let reason: String
+    public var description: String { "cannot grant the runtime privileges to role \(quoteIdentifier(role)): \(reason)" }
+}

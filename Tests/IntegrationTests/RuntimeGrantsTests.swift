@@ -1,0 +1,165 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Logging
+import Postgres
+import Testing
+
+/// `caretaker migrate --grant ROLE`: the runtime role gets what the enabled jobs need and
+/// nothing else. Every job test runs as that role (`TestDatabase.run`); these tests show
+/// that each grant is needed and that nothing beyond them is granted.
+@Suite struct RuntimeGrantsTests {
+    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let worker = TemporaryPostgres.workerRole
+
+    @Test("a built-in job fails with permission denied when its grants are left out, and runs once they are back",
+          arguments: builtInJobs)
+    func eachJobNeedsItsGrants(job: String) throws {
+        let db = try TestDatabase()
+        let mail = "[mail]\ntransport = \"file\"\ndirectory = \"/tmp\"\n"
+        try db.grantWorker(mail + "[jobs.\(job)]\nenabled = false\n")
+        let outcome = try db.run(job, mail)
+        guard case .finished(_, .failed, _, let error) = outcome else {
+            Issue.record("\(job) ran without its grants: \(outcome)")
+            return
+        }
+        #expect(error?.contains("permission denied") == true, "\(error ?? "")")
+        try db.grantWorker(mail)
+        _ = try db.runSucceeding(job, mail)
+    }
+
+    @Test("the daemon as the restricted role: slot claims, LISTEN and every built-in job's scheduled run succeed")
+    func daemonAsWorker() async throws {
+        let db = try TestDatabase()
+        let spool = NSTemporaryDirectory() + "caretaker-spool-\(db.name)"
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: spool) }
+        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(of: "\"", with: "\\\"")
+        let path = spool + "/jobs.toml"
+        try ("[database]\nurl = \"\(conninfo)\"\n[mail]\ntransport = \"file\"\ndirectory = \"\(spool)\"\n"
+            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\n" }.joined())
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(config: path)
+        for job in Self.builtInJobs {
+            #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=\(job)", timeout: .seconds(30)) != nil,
+                    "\(job): \(daemon.log)")
+        }
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: .seconds(30)) == 0, "\(daemon.log)")
+        #expect(daemon.lines(containing: "permission denied").isEmpty, "\(daemon.log)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'failed'") == 0)
+        #expect(try db.count("SELECT count(DISTINCT job) FROM caretaker.job_runs WHERE status = 'succeeded'") == 5)
+    }
+
+    @Test("the role can read no password hash, change no key column the jobs do not lock, and truncate, insert or delete nothing else")
+    func nothingElse() throws {
+        let db = try TestDatabase()
+        try db.connection.query("CREATE TABLE public.app_secrets (id int)")
+        func has(_ privilege: String, _ table: String, _ column: String? = nil) throws -> Bool {
+            let sql = column == nil
+                ? "SELECT has_table_privilege($1, $2, $3) AS ok"
+                : "SELECT has_column_privilege($1, $2, $4, $3) AS ok"
+            let parameters: [any PostgresBindable] = column.map { [Self.worker, table, privilege, $0] } ?? [Self.worker, table, privilege]
+            return try db.connection.query(sql, parameters).first?.bool("ok") ?? true
+        }
+        #expect(try has("SELECT", "users", "password_hash") == false)
+        #expect(try has("UPDATE", "users", "email") == false)
+        #expect(try has("UPDATE", "users", "password_hash") == false)
+        #expect(try has("UPDATE", "users", "deleted_at") == false)
+        #expect(try has("UPDATE", "users", "id") == false)  // the temporary-password columns suffice to lock
+        #expect(try has("UPDATE", "posts", "id") == true)   // to lock posts it deletes
+        #expect(try has("UPDATE", "posts", "likes") == false)
+        #expect(try has("UPDATE", "sessions", "last_seen_at") == false)
+        #expect(try has("SELECT", "posts", "body") == false)
+        #expect(try has("SELECT", "password_reset_requests", "email") == true)
+        #expect(try has("UPDATE", "sessions", "revoked_at") == true)
+        for table in ["users", "communities", "community_members", "pack_members", "community_leader_changes"] {
+            #expect(try has("DELETE", table) == false, "DELETE on \(table)")
+        }
+        for table in ["users", "sessions", "posts", "packs", "password_reset_requests", "caretaker.job_runs"] {
+            #expect(try has("TRUNCATE", table) == false, "TRUNCATE on \(table)")
+        }
+        for table in ["users", "posts", "packs", "sessions", "communities"] {
+            #expect(try has("INSERT", table) == false, "INSERT on \(table)")
+        }
+        #expect(try has("SELECT", "app_secrets") == false)
+        #expect(try has("SELECT", "caretaker.schema_migrations", "version") == true)
+        #expect(try has("DELETE", "caretaker.schema_migrations") == false)
+    }
+
+    @Test("leader-succession alone: it locks the new leader's user row with UPDATE on users.id only")
+    func leaderSuccessionAlone() throws {
+        let db = try TestDatabase()
+        let others = ["expire-content", "logout-inactive", "send-temp-passwords", "prune"]
+        try db.grantWorker(others.map { "[jobs.\($0)]\nenabled = false\n" }.joined())
+        #expect(try db.count("SELECT has_column_privilege($1, 'users', 'id', 'UPDATE')::int", Self.worker) == 1)
+        #expect(try db.count("SELECT has_column_privilege($1, 'users', 'temp_password_hash', 'UPDATE')::int", Self.worker) == 0)
+        try db.connection.execute(script: """
+            INSERT INTO users (email, password_hash) VALUES ('a@example.org', 'x'), ('b@example.org', 'x');
+            INSERT INTO communities (name) VALUES ('c');
+            INSERT INTO community_members (community_id, user_id) SELECT c.id, u.id FROM communities c, users u;
+            """)
+        let stats = try db.runSucceeding("leader-succession")
+        #expect(stats["leaders_appointed"] == 1)
+    }
+
+    @Test("granting again after a job is disabled takes its rights away")
+    func regrantIsExact() throws {
+        let db = try TestDatabase()
+        let canRevoke = "SELECT has_column_privilege($1, 'sessions', 'revoked_at', 'UPDATE')::int"
+        #expect(try db.count(canRevoke, Self.worker) == 1)
+        try db.grantWorker("[jobs.logout-inactive]\nenabled = false\n[jobs.prune]\nenabled = false\n")
+        #expect(try db.count(canRevoke, Self.worker) == 0)
+        #expect(try db.count("SELECT has_table_privilege($1, 'caretaker.job_runs', 'DELETE')::int", Self.worker) == 0)
+    }
+
+    @Test("an app schema whose name needs quoting: migrate, grant, and the jobs run as the role")
+    func quotedAppSchema() throws {
+        let db = try TestDatabase(migrated: false)
+        let schema = #"app "x"; y"#
+        let extra = "[mail]\ntransport = \"file\"\ndirectory = \"/tmp\"\n"
+        let configuration = try ConfigurationLoader.parse(
+            "[database]\nurl = \"\"\napp_schema = \"app \\\"x\\\"; y\"\n" + extra, file: "test.toml")
+        #expect(configuration.database.appSchema == schema)
+        try Migrator(appSchema: schema).migrate(on: db.connection)
+        let grants = RuntimeGrants(appSchema: schema, jobs: configuration.jobs)
+        #expect(grants.statements(role: Self.worker).first
+                == ##"GRANT USAGE ON SCHEMA caretaker, "app ""x""; y" TO "caretaker ""worker""""##)
+        try grants.apply(role: Self.worker, on: db.connection)
+        let app = quoteIdentifier(schema)
+        try db.connection.execute(script: """
+            INSERT INTO \(app).users (email, password_hash) VALUES ('a@example.org', 'x');
+            INSERT INTO \(app).sessions (user_id, last_seen_at) SELECT id, now() - interval '1 hour' FROM \(app).users;
+            """)
+        let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
+        let outcome = try runner.run(.init(job: try #require(configuration.job(named: "logout-inactive")), trigger: .manual,
+                                           dryRun: false), on: db.connectAsWorker())
+        guard case .finished(_, .succeeded, let stats, _) = outcome else {
+            Issue.record("logout-inactive did not succeed as the worker: \(outcome)")
+            return
+        }
+        #expect(stats["sessions_revoked"] == 1)
+    }
+
+    @Test("refuses a missing role, a superuser and the owner of the tables, saying why")
+    func refusals() throws {
+        let db = try TestDatabase()
+        let grants = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        func reason(_ role: String) -> String {
+            do {
+                try grants.apply(role: role, on: db.connection)
+            } catch {
+                return "\(error)"
+            }
+            return "granted"
+        }
+        #expect(reason("nobody here").contains(#"role "nobody here": no such role; create it first"#))
+        #expect(reason("postgres").contains("it is a superuser"))
+        let owner = "owner_\(db.name)"
+        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(owner)); ALTER TABLE users OWNER TO \(quoteIdentifier(owner))")
+        defer { _ = try? db.connection.execute(script: "ALTER TABLE users OWNER TO postgres; DROP ROLE \(quoteIdentifier(owner))") }
+        #expect(reason(owner).contains("it owns public.users"), "\(reason(owner))")
+        // Nothing of the refused grants was applied.
+        #expect(try db.count("SELECT has_table_privilege('postgres', 'users', 'SELECT')::int") == 1)
+    }
+}
