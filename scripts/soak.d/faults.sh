@@ -20,8 +20,8 @@ pause_or_stop() {
 
 elapsed_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
-# Runs SQL in the background on its own session (application_name $1), holding
-# whatever it locks until the script ends; the caller waits for it.
+# hold_sql NAME SQL: runs SQL on a session of its own (application_name NAME),
+# holding whatever it locks until its script commits; prints its output.
 hold_sql() {
     local name=$1 sql=$2
     psql -X -q -At -v ON_ERROR_STOP=1 "$soak_db application_name=$name" <<<"$sql" 2>&1 || true
