@@ -6,11 +6,17 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "caretaker", targets: ["caretaker"]),
+        // The web dashboard is its own binary, so `caretaker` never links SwiftNIO.
+        .executable(name: "caretaker-dashboard", targets: ["caretaker-dashboard"]),
         .library(name: "CaretakerCore", targets: ["CaretakerCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Only the dashboard uses it; no default traits (swift-configuration, full Foundation).
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -41,11 +47,31 @@ let package = Package(
                 "CCrypt",
                 "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
             name: "caretaker",
             dependencies: [
+                "CaretakerCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The dashboard's pages (pure functions over values), its queries and its HTTP server.
+        .target(
+            name: "CaretakerDashboard",
+            dependencies: [
+                "CaretakerCore",
+                "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "caretaker-dashboard",
+            dependencies: [
+                "CaretakerDashboard",
                 "CaretakerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -61,6 +87,10 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "DashboardTests",
+            dependencies: ["CaretakerDashboard", "CaretakerCore", "CaretakerTestSupport", "Postgres"]
         ),
         .testTarget(
             name: "CLITests",

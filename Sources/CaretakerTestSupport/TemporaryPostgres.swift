@@ -199,7 +199,7 @@ public final class TemporaryPostgres: Sendable {
     }
 
     /// A TCP port on 127.0.0.1 that nothing listens on right now.
-    private static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -34,9 +34,16 @@ extension Caretaker {
                 let logger = Logger(label: "caretaker")
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 if !pooler.keepsOwnSessions { logger.warning("\(pooler); running anyway") }
+                let monitor: Monitor
+                do {
+                    monitor = try Monitor(configuration: configuration, isDaemon: false, logger: logger)
+                } catch {
+                    throw Failure(.configuration, "configuration error: \(error)")
+                }
+                defer { monitor.stop() }
                 let runner = JobRunner(configuration: configuration,
                                        mail: try MailSetup.transport(for: selected, configuration: configuration),
-                                       logger: logger)
+                                       logger: logger, observer: monitor)
                 return try runAll(selected, runner: runner, connection: connection)
             }
         }

@@ -48,6 +48,7 @@ import Testing
             .deletingLastPathComponent().appendingPathComponent("jobs.toml").path
         let annotated = try ConfigurationLoader.load(path: path)
         let defaults = try parse("")
+        #expect(annotated.dashboard.listen == defaults.dashboard.listen && annotated.dashboard.username.isEmpty)
         for (left, right) in zip(annotated.jobs, defaults.jobs) {
             #expect(left.name == right.name)
             #expect(left.schedule == right.schedule)
@@ -123,5 +124,34 @@ import Testing
         #expect(throws: TemplateProblem.self) { try MailTemplate.parse("Subject: x\n\nno placeholder").get() }
         #expect(MailTemplate.default.body.contains("Temporary password: {{password}}"))
         #expect(MailTemplate.default.subject == "Your temporary password")
+    }
+}
+
+@Suite struct DashboardConfigurationTests {
+    @Test("[dashboard] defaults to loopback without authentication")
+    func defaults() throws {
+        let dashboard = try ConfigurationLoader.parse("", file: "jobs.toml").dashboard
+        #expect(dashboard.listen == ListenAddress(host: "127.0.0.1", port: 8080))
+        #expect(dashboard.username.isEmpty && dashboard.passwordFile.isEmpty)
+        let set = try ConfigurationLoader.parse(
+            "[dashboard]\nlisten = \"[::1]:9090\"\nusername = \"ops\"\npassword_file = \"/etc/caretaker/dashboard.pw\"\n", file: "jobs.toml").dashboard
+        #expect(set.listen == ListenAddress(host: "::1", port: 9090))
+        #expect(set.username == "ops" && set.passwordFile == "/etc/caretaker/dashboard.pw")
+    }
+
+    @Test("[dashboard] errors name the line and the key", arguments: [
+        ("[dashboard]\nlisten = \"8080\"\n", "dashboard.listen"),
+        ("[dashboard]\nusername = \"a:b\"\n", "dashboard.username"),
+        ("[dashboard]\npassword_file = \"/x\"\n", "dashboard.password_file"),
+        ("[dashboard]\npasword_file = \"/x\"\n", "dashboard.pasword_file"),
+    ])
+    func errors(text: String, key: String) {
+        do {
+            _ = try ConfigurationLoader.parse(text, file: "jobs.toml")
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.key == key)
+            #expect(error.line == 2)
+        }
     }
 }

@@ -28,7 +28,7 @@ import Testing
         _ = try db.runSucceeding(job, mail)
     }
 
-    @Test("the daemon as the restricted role: slot claims, LISTEN and every built-in job's scheduled run succeed")
+    @Test("the daemon as the restricted role: slot claims, LISTEN, every built-in job's scheduled run and the alert state succeed")
     func daemonAsWorker() async throws {
         let db = try TestDatabase()
         let spool = NSTemporaryDirectory() + "caretaker-spool-\(db.name)"
@@ -37,13 +37,18 @@ import Testing
         let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(of: "\"", with: "\\\"")
         let path = spool + "/jobs.toml"
         try ("[database]\nurl = \"\(conninfo)\"\n[mail]\ntransport = \"file\"\ndirectory = \"\(spool)\"\n"
-            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\n" }.joined())
+            + "[alerts]\nmail_to = \"ops@example.org\"\n"
+            + Self.builtInJobs.map { "[jobs.\($0)]\nschedule = \"@every 1s\"\nstale_after = \"10m\"\n" }.joined())
             .write(toFile: path, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(config: path)
         for job in Self.builtInJobs {
             #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=\(job)", timeout: .seconds(30)) != nil,
                     "\(job): \(daemon.log)")
         }
+        // [alerts]: the monitor's own connection reads and claims caretaker.job_alerts.
+        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+            try db.count("SELECT count(*) FROM caretaker.job_alerts WHERE state = 'healthy'") == 5
+        }, "\(daemon.log)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit(timeout: .seconds(30)) == 0, "\(daemon.log)")
         #expect(daemon.lines(containing: "permission denied").isEmpty, "\(daemon.log)")

@@ -11,6 +11,9 @@ public struct Configuration: Sendable {
     public var database: DatabaseOptions
     public var worker: WorkerOptions
     public var mail: MailOptions
+    public var metrics = MetricsOptions()
+    public var alerts = AlertOptions()
+    public var dashboard = DashboardOptions()
     /// Built-in jobs first (always present, maybe disabled), then operator SQL jobs in file order.
     public var jobs: [JobConfiguration]
 
@@ -19,6 +22,20 @@ public struct Configuration: Sendable {
     }
 
     public var jobNames: [String] { jobs.map(\.name) }
+}
+
+/// `[metrics]`: Prometheus exposition from `caretaker run`.
+public struct MetricsOptions: Sendable, Equatable {
+    /// `host:port` serving `GET /metrics` (an IP literal; `[::1]:9187` for IPv6); empty: no listener.
+    public var listen: String = ""
+    /// A file rewritten atomically after every run (node_exporter's textfile collector); empty: none.
+    public var textfile: String = ""
+}
+
+/// `[alerts]`: mail when a job becomes unhealthy, and when it recovers.
+public struct AlertOptions: Sendable, Equatable {
+    /// The recipient; empty: no alerts.
+    public var mailTo: String = ""
 }
 
 /// `[database]`: what to connect to.
@@ -94,6 +111,8 @@ public struct JobConfiguration: Sendable {
     public var maxRetries: Int
     /// When `check` calls the job stale; `nil` means three of its periods.
     public var staleAfter: Duration?
+    /// A healthchecks.io-style ping URL (`/start`, bare, `/fail`); empty: no pings.
+    public var pingURL: String = ""
     public var settings: JobSettings
 
     /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).

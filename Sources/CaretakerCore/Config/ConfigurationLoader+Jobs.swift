@@ -60,7 +60,11 @@ extension ConfigurationLoader {
         case .prune: .prune(try readPrune(&table))
         case nil: .sql(try readSQLJob(&table))
         }
-        let job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
+        var job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
+        job.pingURL = try table.string("ping_url", default: "")
+        if !job.pingURL.isEmpty, !(job.pingURL.hasPrefix("http://") || job.pingURL.hasPrefix("https://")) {
+            throw table.error("ping_url", "must start with http:// or https:// (empty: no pings)")
+        }
         try table.finish()
         return job
     }

@@ -39,9 +39,13 @@ public enum ConfigurationLoader {
         let database = try readDatabase(&root)
         let worker = try readWorker(&root, lowFootprintFlag: lowFootprint)
         let mail = try readMail(&root)
+        let metrics = try readMetrics(&root)
+        let alerts = try readAlerts(&root)
         let jobs = try readJobs(&root, worker: worker)
+        let dashboard = try readDashboard(&root)
         try root.finish()
-        return Configuration(file: file, database: database, worker: worker, mail: mail, jobs: jobs)
+        return Configuration(file: file, database: database, worker: worker, mail: mail,
+                             metrics: metrics, alerts: alerts, dashboard: dashboard, jobs: jobs)
     }
 
     // MARK: Sections
@@ -123,5 +127,50 @@ public enum ConfigurationLoader {
         try table.finish()
         return options
     }
-}
 
+    private static func readDashboard(_ root: inout TableReader) throws(ConfigurationError) -> DashboardOptions {
+        var table = try section(&root, "dashboard")
+        var options = DashboardOptions()
+        let listen = try table.string("listen", default: options.listen.description)
+        guard let address = ListenAddress(parsing: listen) else {
+            throw table.error("listen", "\"\(listen)\" is not \(ListenAddress.expectedForm)")
+        }
+        options.listen = address
+        options.username = try table.string("username", default: "")
+        if options.username.contains(":") || options.username.contains(where: \.isNewline) {
+            throw table.error("username", "must not contain a colon or a line break (HTTP basic auth)")
+        }
+        options.passwordFile = try table.string("password_file", default: "")
+        if !options.passwordFile.isEmpty, options.username.isEmpty {
+            throw table.error("password_file", "is set but username is empty: set both, or neither")
+        }
+        try table.finish()
+        return options
+    }
+
+    private static func readMetrics(_ root: inout TableReader) throws(ConfigurationError) -> MetricsOptions {
+        var table = try section(&root, "metrics")
+        var options = MetricsOptions()
+        options.listen = try table.string("listen", default: "")
+        if !options.listen.isEmpty, ListenAddress(metrics: options.listen) == nil {
+            throw table.error("listen", "must be IP:PORT, e.g. \"127.0.0.1:9187\" or \"[::1]:9187\" (empty: off)")
+        }
+        options.textfile = try table.string("textfile", default: "")
+        if !options.textfile.isEmpty, !options.textfile.hasPrefix("/") || options.textfile.hasSuffix("/") {
+            throw table.error("textfile", "must be an absolute file path, e.g. \"/var/lib/prometheus/node-exporter/caretaker.prom\" (empty: off)")
+        }
+        try table.finish()
+        return options
+    }
+
+    private static func readAlerts(_ root: inout TableReader) throws(ConfigurationError) -> AlertOptions {
+        var table = try section(&root, "alerts")
+        var options = AlertOptions()
+        options.mailTo = try table.string("mail_to", default: "")
+        if !options.mailTo.isEmpty, let problem = MailAddress.problem(in: options.mailTo) {
+            throw table.error("mail_to", "\"\(options.mailTo)\" is not one mail address: \(problem)")
+        }
+        try table.finish()
+        return options
+    }
+}

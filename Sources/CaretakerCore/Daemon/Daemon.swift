@@ -46,6 +46,8 @@ public final class Daemon: @unchecked Sendable {
     let lowFootprint: Bool
     var configuration: Configuration
     var runner: JobRunner
+    /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`.
+    let monitor: Monitor
     let logger: Logger
     let notifier: SystemdNotifier
     let events = EventQueue<Event>()
@@ -70,9 +72,10 @@ public final class Daemon: @unchecked Sendable {
         self.logger = logger
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
+        self.monitor = try Monitor(configuration: configuration, isDaemon: true, logger: logger)
         self.runner = JobRunner(configuration: configuration,
                                 mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
-                                logger: logger)
+                                logger: logger, observer: monitor)
         self.pool = ConnectionPool(lowFootprint: configuration.worker.lowFootprint, logger: logger,
                                    open: { throw PostgresError(kind: .connection, message: "not started") },
                                    prepare: { _ in })
@@ -87,6 +90,10 @@ public final class Daemon: @unchecked Sendable {
         logger.info("starting", metadata: [
             "version": "\(caretakerVersion)", "config": "\(configurationPath)",
             "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
+        do { try monitor.start() } catch {
+            logger.error("cannot start monitoring", metadata: ["error": "\(error)"])
+            return .configuration
+        }
         guard waitForDatabase() else { return shutdown() }
         if refusesSharedSessions() { return .configuration }
         startScheduling()
@@ -199,6 +206,7 @@ public final class Daemon: @unchecked Sendable {
             carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true), control: control)
         }
         pool.dropAll()
+        monitor.stop()
         logger.info("stopped")
         return .ok
     }
@@ -232,7 +240,8 @@ public final class Daemon: @unchecked Sendable {
         let databaseChanged = fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
         configuration = fresh
-        runner = JobRunner(configuration: configuration, mail: mail, logger: logger)
+        runner = JobRunner(configuration: configuration, mail: mail, logger: logger, observer: monitor)
+        monitor.reload(configuration)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
         scheduler.reload(jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now)

@@ -26,6 +26,7 @@ public struct Migration: Sendable {
         .notifyTriggers,
         .expiryIndexes,
         .deadlineTrigger,
+        .jobAlerts,
     ]
 
     /// The SQL with the app schema substituted.

@@ -56,11 +56,13 @@ public struct RuntimeGrants: Sendable {
     }
 
     /// caretaker's own tables: the runner records runs, claims slots and keeps state;
-    /// `check` and the daemon read the migration history.
+    /// `check` and the daemon read the migration history; alerts keep their state.
     static let bookkeeping: [String: TablePrivileges] = [
         "job_runs": TablePrivileges(allColumns: true),
         "job_slots": TablePrivileges(allColumns: true),
         "job_state": TablePrivileges(allColumns: true),
+        // [alerts]: each instance reads and claims the alert state of every job.
+        "job_alerts": TablePrivileges(allColumns: true),
         "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
     ]
 

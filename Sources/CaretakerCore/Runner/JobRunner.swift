@@ -16,11 +16,15 @@ public struct JobRunner: Sendable {
     public let configuration: Configuration
     public let mail: (any MailTransport)?
     public let logger: Logger
+    /// Told when a run starts and finishes (metrics, alerts, pings).
+    public let observer: (any RunObserver)?
 
-    public init(configuration: Configuration, mail: (any MailTransport)?, logger: Logger) {
+    public init(configuration: Configuration, mail: (any MailTransport)?, logger: Logger,
+                observer: (any RunObserver)? = nil) {
         self.configuration = configuration
         self.mail = mail
         self.logger = logger
+        self.observer = observer
     }
 
     /// How an attempt to run ended.
@@ -89,6 +93,7 @@ public struct JobRunner: Sendable {
         runLogger[metadataKey: "run_id"] = "\(runID)"
         runLogger.info("run started", metadata: [
             "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)", "attempt": "\(request.attempt)"])
+        observer?.runStarted(request.job, runID: runID, dryRun: request.dryRun)
         let context = JobContext(connection: connection, job: request.job,
                                  schema: quoteIdentifier(configuration.database.appSchema),
                                  dryRun: request.dryRun, runID: runID, logger: runLogger, stopRequested: stopRequested)
@@ -105,6 +110,8 @@ public struct JobRunner: Sendable {
         for counter in stats.counters { metadata[counter.name] = "\(counter.value)" }
         if let message { metadata["error"] = "\(message)" }
         runLogger.log(level: status == .failed ? .error : .info, "run finished", metadata: metadata)
+        observer?.runFinished(request.job, runID: runID, status: status, stats: stats, duration: elapsed,
+                              dryRun: request.dryRun, on: connection)
         return .finished(runID: runID, status: status, stats: stats, error: message)
     }
 

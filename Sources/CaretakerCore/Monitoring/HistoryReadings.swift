@@ -1,0 +1,82 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Postgres
+
+/// What the shared history says about each job, read in one place so that the
+/// metrics, the alerts and every instance agree.
+public struct HistoryReadings: Sendable {
+    public struct Job: Sendable {
+        public let name: String
+        public let health: JobHealth
+        /// Seconds since the epoch (database clock) of the last successful finish; nil: never.
+        public let lastSuccess: Double?
+        /// Seconds since the epoch of the last finished run, whatever its status; nil: never.
+        public let lastRun: Double?
+    }
+
+    /// Skipped slots recorded since the cursor, by job and reason (a row counts
+    /// `stats.missed_slots` slots when it says so, else one).
+    public struct SkippedSlots: Sendable, Equatable {
+        public let job: String
+        public let reason: String
+        public let slots: Int
+    }
+
+    public let jobs: [Job]
+
+    /// Reads the readings of every enabled job.
+    public static func read(_ connection: Connection, configuration: Configuration) throws -> HistoryReadings {
+        let health = try JobHealth.assess(connection, configuration: configuration)
+        let jobs = try health.map { health in
+            let row = try connection.query("""
+                SELECT (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
+                        WHERE job = $1 AND NOT dry_run AND status = 'succeeded') AS last_success,
+                       (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
+                        WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')) AS last_run
+                """, health.job).first
+            return Job(name: health.job, health: health, lastSuccess: row?.double("last_success"),
+                       lastRun: row?.double("last_run"))
+        }
+        return HistoryReadings(jobs: jobs)
+    }
+
+    /// Where the count of skipped rows stopped: the highest id counted, and when
+    /// (database clock) the last look was taken.
+    public struct SkippedCursor: Sendable, Equatable {
+        public var lastID: Int64 = 0
+        public var lookedAt: Double?
+        public init() {}
+    }
+
+    /// Skipped rows recorded since the cursor's last look (since this process
+    /// started, `uptime` ago, at the first), and the moved cursor.
+    ///
+    /// Counted by tailing the history rather than over all of it, so the counter
+    /// never goes down when `prune` deletes old rows, and each look reads only the
+    /// rows started since the previous one: a minute's overlap catches a row
+    /// stamped before the last look but committed after it; the id filter keeps
+    /// it from counting twice. (Two skipped rows committed in the opposite order
+    /// of their ids within one look could lose the lower one: a microsecond race.)
+    public static func skippedSlots(_ connection: Connection, after cursor: SkippedCursor,
+                                    uptime: Duration) throws -> ([SkippedSlots], SkippedCursor) {
+        var moved = cursor
+        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now")
+        let rows = try connection.query("""
+            SELECT job, coalesce(error, '') AS reason,
+                   sum(CASE WHEN stats->>'missed_slots' ~ '^[0-9]+$' THEN (stats->>'missed_slots')::bigint ELSE 1 END) AS slots,
+                   max(id) AS last_id
+            FROM caretaker.job_runs
+            WHERE status = 'skipped' AND id > $1
+              AND started_at >= coalesce(to_timestamp($2::float8) - interval '1 minute',
+                                         clock_timestamp() - make_interval(secs => $3::float8))
+            GROUP BY job, coalesce(error, '')
+            ORDER BY job, reason
+            """, cursor.lastID, cursor.lookedAt, uptime.seconds).rows
+        let counts = rows.map { SkippedSlots(job: $0["job"] ?? "", reason: $0["reason"] ?? "", slots: $0.int("slots") ?? 0) }
+        moved.lastID = max(cursor.lastID, rows.compactMap { $0.int64("last_id") }.max() ?? 0)
+        return (counts, moved)
+    }
+}

@@ -1,0 +1,102 @@
+import ArgumentParser
+import CaretakerCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension Caretaker {
+    /// `caretaker status`: one screen like `systemctl status` plus `list-timers`.
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show each job's health, last run, next slot and what is running where; the database and schema.",
+            discussion: "Exit status: 0 shown (healthy or not: `check` is the probe), 69 database unavailable, 78 bad configuration.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Flag(help: "Print JSON instead of the screen.")
+        var json = false
+
+        func run() throws {
+            try exiting {
+                let configuration = try common.loadConfiguration()
+                let (_, connection) = try common.connect(configuration)
+                let report = try StatusReport.read(connection, configuration: configuration)
+                print(json ? Self.json(report) : Self.screen(report))
+                return .ok
+            }
+        }
+
+        static func screen(_ report: StatusReport) -> String {
+            let enabled = report.jobs.filter(\.enabled)
+            let running = enabled.flatMap(\.running)
+            let unhealthy = report.unhealthyJobs
+            var lines = [
+                "\(unhealthy.isEmpty ? "●" : "×") caretaker: \(enabled.count - unhealthy.count) of \(enabled.count) enabled jobs healthy, "
+                    + "\(running.count) running",
+                "  Database: \(report.database.name) (PostgreSQL \(report.database.serverVersion), "
+                    + "\(report.database.inRecovery ? "standby: jobs cannot write here" : "primary"))",
+                "    Schema: " + schemaText(report.schema),
+                "       Now: \(Jobs.format(report.now)) (database clock)",
+                "",
+            ]
+            var table = TextTable(["JOB", "HEALTH", "LAST RUN", "AGE", "DURATION", "COUNTERS", "NEXT SLOT (UTC)", "RUNNING NOW"])
+            for job in report.jobs {
+                let last = job.lastRun
+                table.append([
+                    job.name,
+                    !job.enabled ? "disabled" : job.health.map { $0.healthy ? "ok" : "UNHEALTHY" } ?? "-",
+                    last.map { "\($0.status) #\($0.id) (\($0.trigger))" } ?? "never",
+                    last.map { StatusReport.age($0.ageSeconds) + " ago" } ?? "-",
+                    last?.durationMilliseconds.map { "\($0)ms" } ?? "-",
+                    last.map { History.compactStats($0.stats) }.flatMap { $0.isEmpty ? nil : $0 } ?? "-",
+                    job.nextSlot.map(Jobs.format) ?? "-",
+                    job.running.isEmpty ? "-" : job.running.map(runningText).joined(separator: "; "),
+                ])
+            }
+            lines.append(table.render())
+            if !unhealthy.isEmpty {
+                lines.append("")
+                lines.append("Problems (see `caretaker history --job NAME`):")
+                for job in unhealthy { lines.append("  \(job.name): \(job.health?.reason ?? "")") }
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        static func schemaText(_ schema: StatusReport.Schema) -> String {
+            if schema.version == 0 { return "not migrated: run `caretaker migrate`" }
+            if schema.pending > 0 { return "version \(schema.version), \(schema.pending) migration(s) pending: run `caretaker migrate`" }
+            return "version \(schema.version) (up to date)"
+        }
+
+        static func runningText(_ run: StatusReport.Running) -> String {
+            "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(run.forSeconds))" + (run.alive ? "" : " (its process is gone)")
+        }
+
+        static func json(_ report: StatusReport) -> String {
+            func string(_ value: String?) -> String { value.map(jsonString) ?? "null" }
+            let jobs = report.jobs.map { job -> String in
+                let last = job.lastRun.map { run in
+                    "{\"id\": \(run.id), \"status\": \(jsonString(run.status)), \"trigger\": \(jsonString(run.trigger)), "
+                        + "\"started_at\": \(jsonString(run.startedAt)), \"age_seconds\": \(Int(run.ageSeconds)), "
+                        + "\"duration_ms\": \(run.durationMilliseconds.map(String.init) ?? "null"), \"stats\": \(run.stats), "
+                        + "\"error\": \(string(run.error)), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid)}"
+                } ?? "null"
+                let running = job.running.map { run in
+                    "{\"id\": \(run.id), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid), "
+                        + "\"started_at\": \(jsonString(run.startedAt)), \"running_seconds\": \(Int(run.forSeconds)), \"alive\": \(run.alive)}"
+                }
+                return "    {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), \"schedule\": \(jsonString(job.schedule)), "
+                    + "\"healthy\": \(job.health.map { "\($0.healthy)" } ?? "null"), \"health\": \(string(job.health?.reason)), "
+                    + "\"last_run\": \(last), \"next_slot\": \(string(job.nextSlot.map(Jobs.format))), "
+                    + "\"running\": [\(running.joined(separator: ", "))], \"alert_state\": \(string(job.alertState))}"
+            }
+            let database = "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "
+                + "\"in_recovery\": \(report.database.inRecovery)}"
+            let schema = "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending)}"
+            return "{\n  \"now\": \(jsonString(Jobs.format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
+                + "  \"database\": \(database),\n  \"schema\": \(schema),\n  \"jobs\": [\n" + jobs.joined(separator: ",\n") + "\n  ]\n}"
+        }
+    }
+}
