@@ -22,7 +22,9 @@ random_community="(SELECT id FROM public.communities WHERE archived_at IS NULL O
 while [ ! -e "$stop" ]; do
     ticks=$((ticks + 1))
     u=$((1 + RANDOM % 300))
-    sql="INSERT INTO public.posts (pack_id, author_id, title, body)
+    # An app holds its locks briefly: waiting 2 s for a row the soak holds locked is enough.
+    sql="SET lock_timeout = '2s';
+INSERT INTO public.posts (pack_id, author_id, title, body)
          SELECT id, $u, 'soak post', 'hello' FROM public.packs ORDER BY random() LIMIT $((1 + RANDOM % 2));
 UPDATE public.posts SET likes = likes + 1 + (random() * 2)::int
          WHERE id IN (SELECT id FROM public.posts ORDER BY random() LIMIT 2);

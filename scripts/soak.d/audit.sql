@@ -162,3 +162,110 @@ CREATE OR REPLACE VIEW soak.session_deadlines AS
     SELECT s.id, s.last_seen_at + soak.param('idle_timeout_s')::float8 * interval '1 second' AS due, s.revoked_at AS gone
     FROM public.sessions s
     WHERE s.revoked_at IS NULL OR s.revoked_reason = 'inactivity';
+
+-- ---------------------------------------------------------------- issue 18
+
+-- The schedule each job ran under, one row per job and configuration epoch
+-- (a reload under load closes the current rows and opens new ones). The
+-- runaway check reads its bound from here.
+CREATE TABLE IF NOT EXISTS soak.schedule (
+    job             text NOT NULL,
+    period_s        float8,                 -- @every period; NULL while the job is disabled
+    max_retries     integer NOT NULL,
+    notify_channel  text,                   -- the LISTEN channel that wakes it, if any
+    deadline        boolean NOT NULL DEFAULT false,  -- woken by idle-session deadlines (logout-inactive)
+    since           timestamptz NOT NULL,
+    until           timestamptz             -- NULL: still in force
+);
+
+-- Every transaction that sent a NOTIFY caretaker listens to: the same events
+-- as caretaker's notify triggers (migration 3), one row per channel and
+-- transaction (notifications of one transaction arrive together).
+CREATE TABLE IF NOT EXISTS soak.notifies (
+    channel  text NOT NULL,
+    txid     bigint NOT NULL,
+    at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (channel, txid)
+);
+
+CREATE OR REPLACE FUNCTION soak.log_notify() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_ARGV[0] = 'caretaker_leader_succession'
+           AND current_setting('application_name', true) LIKE 'caretaker/%' THEN
+            RETURN NULL;   -- caretaker's own appointments notify nobody (migration 3)
+        END IF;
+        INSERT INTO soak.notifies (channel, txid) VALUES (TG_ARGV[0], txid_current()) ON CONFLICT DO NOTHING;
+        RETURN NULL;
+    END $$;
+
+-- Rows the app protected for a while (issue 18's app surprises): a report
+-- referencing a post (foreign key), a pack on hold (a trigger raises), a
+-- session frozen (a CHECK rejects its revocation). `until` NULL: still protected.
+CREATE TABLE IF NOT EXISTS soak.protected (
+    kind   text NOT NULL CHECK (kind IN ('post', 'pack', 'session')),
+    id     text NOT NULL,
+    how    text NOT NULL,
+    since  timestamptz NOT NULL,
+    until  timestamptz
+);
+
+DROP TRIGGER IF EXISTS soak_notify_reset_request ON public.password_reset_requests;
+CREATE TRIGGER soak_notify_reset_request AFTER INSERT ON public.password_reset_requests
+    FOR EACH ROW EXECUTE FUNCTION soak.log_notify('caretaker_send_temp_passwords');
+DROP TRIGGER IF EXISTS soak_notify_member_left ON public.community_members;
+CREATE TRIGGER soak_notify_member_left AFTER DELETE ON public.community_members
+    FOR EACH ROW EXECUTE FUNCTION soak.log_notify('caretaker_leader_succession');
+DROP TRIGGER IF EXISTS soak_notify_leader_changed ON public.communities;
+CREATE TRIGGER soak_notify_leader_changed AFTER UPDATE OF leader_id ON public.communities
+    FOR EACH ROW WHEN (NEW.leader_id IS DISTINCT FROM OLD.leader_id AND NEW.archived_at IS NULL)
+    EXECUTE FUNCTION soak.log_notify('caretaker_leader_succession');
+DROP TRIGGER IF EXISTS soak_notify_user_deleted ON public.users;
+CREATE TRIGGER soak_notify_user_deleted AFTER UPDATE OF deleted_at ON public.users
+    FOR EACH ROW WHEN (OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL)
+    EXECUTE FUNCTION soak.log_notify('caretaker_leader_succession');
+
+-- Upper bound on the slots of an @every schedule in [t0, t1): floor(length /
+-- period) + 1 per configuration epoch that overlaps the interval, whatever
+-- the slots' alignment.
+CREATE OR REPLACE FUNCTION soak.slots_between(job_name text, t0 timestamptz, t1 timestamptz) RETURNS bigint
+    LANGUAGE sql STABLE AS $$
+        SELECT coalesce(sum(floor(extract(epoch FROM least(t1, coalesce(s.until, t1)) - greatest(t0, s.since))
+                                  / s.period_s) + 1), 0)::bigint
+        FROM soak.schedule s
+        WHERE s.job = job_name AND s.period_s IS NOT NULL AND s.since < t1 AND coalesce(s.until, t1) > t0
+    $$;
+
+-- Sessions whose idle deadline passed while they were active: each may
+-- justify one deadline wake-up per process.
+CREATE OR REPLACE VIEW soak.session_came_due AS
+    SELECT s.id, s.last_seen_at + soak.param('idle_timeout_s')::float8 * interval '1 second' AS due
+    FROM public.sessions s
+    WHERE s.last_seen_at + soak.param('idle_timeout_s')::float8 * interval '1 second' <= coalesce(s.revoked_at, 'infinity');
+
+-- The operator job soak-flaky runs `SELECT soak.flaky_check()`, which raises
+-- while the job-failing fault has set `failing`; each such episode is an incident.
+CREATE TABLE IF NOT EXISTS soak.flaky (failing boolean NOT NULL DEFAULT false, since timestamptz);
+INSERT INTO soak.flaky SELECT WHERE NOT EXISTS (SELECT 1 FROM soak.flaky);
+CREATE OR REPLACE FUNCTION soak.flaky_check() RETURNS void
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF (SELECT failing FROM soak.flaky) THEN
+            RAISE EXCEPTION 'soak-flaky is failing on purpose (the job-failing fault)';
+        END IF;
+    END $$;
+
+CREATE TABLE IF NOT EXISTS soak.incidents (
+    job    text NOT NULL,
+    since  timestamptz NOT NULL,
+    until  timestamptz
+);
+
+-- Alert mail (to [alerts] mail_to), one row per message (loaded at the end):
+-- the subject and the first 300 characters of the body, on one line.
+CREATE TABLE IF NOT EXISTS soak.alert_mail (
+    received_at  timestamptz NOT NULL,
+    rcpt         text NOT NULL,
+    subject      text,
+    excerpt      text
+);

@@ -216,10 +216,180 @@ check_clean_shutdown() {
         SELECT name, mode, exit_status FROM soak.instances WHERE exit_status IS DISTINCT FROM 0"
 }
 
+# No runaway. Each process's runs of each job are counted in 10-second
+# windows (aligned to the epoch, by started_at), by what started them, and
+# each kind must stay within what could have caused it:
+#
+#   by slot (schedule, catch-up, skipped)  <= slots of the job's schedule in the
+#       window: floor(10 / period) + 1 per configuration epoch in force
+#       (soak.schedule; a reload opens a new epoch)
+#   retry     of attempt a <= the process's runs of the job of attempt a - 1 that
+#       could be retried: failed or interrupted, or woken by a deadline (issue 11:
+#       a deadline wake-up that leaves work undone obeys the retry rules), with
+#       attempt <= max_retries, started in the window or the 20 s before
+#   notify    <= transactions that notified the job's channel in the window or
+#       the one before (soak.notifies; notifications during a run give one run after it)
+#   deadline  <= sessions whose idle deadline passed while they were active, in
+#       the window or the one before (logout-inactive's deadline wake-ups; before
+#       issue 11 recorded as 'schedule' with no slot, since as 'deadline')
+#
+# plus 3 in all for a process start or a reconnection (a catch-up run, a
+# "missed" row, the run a new LISTEN connection asks for). A cell fails when
+# its runs beyond those allowances exceed 3. The allowances are loose on
+# purpose (the load is random); a loop that reruns a job for no new cause, or
+# that reruns a failing job without the retry rules, exceeds them within seconds.
+soak_runaway_cells="
+    WITH runs AS (
+        SELECT host, pid, job, status, attempt, started_at,
+               CASE WHEN slot IS NOT NULL THEN 'slot' WHEN trigger = 'schedule' THEN 'deadline' ELSE trigger END AS kind,
+               to_timestamp(floor(extract(epoch FROM started_at) / 10) * 10) AS t0
+        FROM caretaker.job_runs),
+    jobs AS (SELECT DISTINCT ON (job) job, max_retries, notify_channel, deadline
+             FROM soak.schedule ORDER BY job, since DESC),
+    notify_buckets AS (SELECT channel, to_timestamp(floor(extract(epoch FROM at) / 10) * 10) AS t0, count(*) AS n
+                       FROM soak.notifies GROUP BY 1, 2),
+    deadline_buckets AS (SELECT to_timestamp(floor(extract(epoch FROM due) / 10) * 10) AS t0, count(*) AS n
+                         FROM soak.session_came_due GROUP BY 1),
+    cells AS (
+        SELECT host, pid, job, t0, count(*) AS runs,
+               count(*) FILTER (WHERE kind = 'slot') AS by_slot, count(*) FILTER (WHERE kind = 'retry') AS by_retry,
+               count(*) FILTER (WHERE kind = 'notify') AS by_notify, count(*) FILTER (WHERE kind = 'deadline') AS by_deadline,
+               count(*) FILTER (WHERE kind NOT IN ('slot', 'retry', 'notify', 'deadline')) AS by_other
+        FROM runs GROUP BY 1, 2, 3, 4),
+    allowed AS (
+        SELECT c.*, soak.slots_between(c.job, c.t0, c.t0 + interval '10 seconds') AS slots,
+               (SELECT count(*) FROM runs f
+                WHERE f.host = c.host AND f.pid = c.pid AND f.job = c.job
+                  AND (f.status IN ('failed', 'interrupted') OR f.kind = 'deadline') AND f.attempt <= coalesce(j.max_retries, 0)
+                  AND f.started_at >= c.t0 - interval '20 seconds' AND f.started_at < c.t0 + interval '10 seconds') AS retryable,
+               -- retries of attempt a beyond the retryable runs of attempt a - 1
+               (SELECT coalesce(sum(greatest(r.n - (
+                    SELECT count(*) FROM runs f
+                    WHERE f.host = c.host AND f.pid = c.pid AND f.job = c.job AND f.attempt = r.attempt - 1
+                      AND (f.status IN ('failed', 'interrupted') OR f.kind = 'deadline') AND f.attempt <= coalesce(j.max_retries, 0)
+                      AND f.started_at >= c.t0 - interval '20 seconds' AND f.started_at < c.t0 + interval '10 seconds'), 0)), 0)
+                FROM (SELECT attempt, count(*) AS n FROM runs x
+                      WHERE x.host = c.host AND x.pid = c.pid AND x.job = c.job AND x.t0 = c.t0 AND x.kind = 'retry'
+                      GROUP BY 1) r) AS retry_excess,
+               coalesce((SELECT sum(n) FROM notify_buckets b WHERE b.channel = j.notify_channel
+                         AND b.t0 IN (c.t0, c.t0 - interval '10 seconds')), 0) AS notifies,
+               CASE WHEN j.deadline THEN coalesce((SELECT sum(n) FROM deadline_buckets b
+                                                   WHERE b.t0 IN (c.t0, c.t0 - interval '10 seconds')), 0) ELSE 0 END AS deadlines
+        FROM cells c LEFT JOIN jobs j USING (job))
+    SELECT *, greatest(by_slot - slots, 0) + retry_excess + greatest(by_notify - notifies, 0)
+              + greatest(by_deadline - deadlines, 0) + by_other AS excess
+    FROM allowed"
+
+check_no_runaway() {
+    soak_check no-runaway "(process, job, 10 s window) cells had more than 3 runs beyond their schedule, retries, NOTIFYs and deadlines" "
+        WITH c AS ($soak_runaway_cells)
+        SELECT count(*) FILTER (WHERE excess > 3), count(*),
+               (SELECT format('busiest cell: %s runs of %s (%s by slot of %s slots, %s retries of %s retryable, %s by NOTIFY of %s, %s by deadline of %s; excess %s); largest excess %s',
+                              a.runs, a.job, a.by_slot, a.slots, a.by_retry, a.retryable, a.by_notify, a.notifies,
+                              a.by_deadline, a.deadlines, a.excess, (SELECT max(excess) FROM c))
+                FROM (SELECT * FROM c ORDER BY runs DESC LIMIT 1) a)
+        FROM c" "
+        WITH c AS ($soak_runaway_cells)
+        SELECT job, pid, t0 AS window_start, runs, excess, by_slot, slots, by_retry, retryable, by_notify, notifies,
+               by_deadline, deadlines, by_other
+        FROM c WHERE excess > 3 ORDER BY excess DESC"
+}
+
+# No blocked stall. While the app protects a few rows (soak.protected: a post
+# referenced by a report, its pack, a pack on hold, a frozen session), the
+# other rows of the same kind that come due must still go: each that came due
+# from 5 s after the protection began (the instances settle after the fault
+# before it) until 3 periods + the margin before it ended must have gone within
+# 3 periods + the margin of its deadline. A job whose batch fails on one
+# protected row and takes the rest with it keeps them all until the protection
+# ends, which is 20 s later.
+soak_stall_judged="
+    WITH episodes AS (SELECT kind, since, max(until) AS until FROM soak.protected GROUP BY 1, 2),
+    due_rows AS (
+        SELECT 'post' AS kind, id::text AS id, due, gone, soak.param('expire_period_s')::float8 AS period FROM soak.post_deadlines
+        UNION ALL SELECT 'pack', id::text, due, gone, soak.param('expire_period_s')::float8 FROM soak.pack_deadlines
+        UNION ALL SELECT 'session', id::text, due, gone, soak.param('logout_period_s')::float8 FROM soak.session_deadlines),
+    judged AS (
+        SELECT r.kind, r.id, r.due, r.gone, e.since, e.until,
+               (3 * r.period + soak.param('latency_margin_s')::float8) * interval '1 second' AS allowance
+        FROM due_rows r JOIN episodes e ON e.kind = r.kind
+        WHERE NOT EXISTS (SELECT 1 FROM soak.protected p WHERE p.kind = r.kind AND p.id = r.id))
+    SELECT *, coalesce(gone, soak.param('t_stop')::timestamptz) > due + allowance AS late FROM judged
+    WHERE due >= since + interval '5 seconds'
+      AND due <= least(coalesce(until, soak.param('t_stop')::timestamptz), soak.param('t_stop')::timestamptz) - allowance"
+
+check_no_blocked_stall() {
+    soak_check no-blocked-stall "rows that came due while a row of their kind was protected went more than 3 periods late" "
+        WITH j AS ($soak_stall_judged)
+        SELECT count(*) FILTER (WHERE late), count(*),
+               format('%s protections (%s); judged: %s; latest went %s s after its deadline; blocked rows counted by the jobs: %s',
+                      (SELECT count(*) FROM soak.protected),
+                      (SELECT coalesce(string_agg(DISTINCT how, ', '), 'none') FROM soak.protected),
+                      coalesce((SELECT string_agg(format('%s %s', n, kind), ', ') FROM (SELECT kind, count(*) AS n FROM j GROUP BY 1) k), 'none'),
+                      coalesce(round(max(extract(epoch FROM coalesce(gone, soak.param('t_stop')::timestamptz) - due))::numeric, 3), 0),
+                      (SELECT coalesce(string_agg(format('%s %s', key, n), ', '), 'none')
+                       FROM (SELECT key, sum(value::bigint) AS n FROM caretaker.job_runs, jsonb_each_text(stats)
+                             WHERE key LIKE '%blocked%' AND value ~ '^[0-9]+\$' GROUP BY 1 HAVING sum(value::bigint) > 0) b))
+        FROM j" "
+        WITH j AS ($soak_stall_judged)
+        SELECT kind, id, due, gone, since AS protected_since, until AS protected_until, allowance FROM j WHERE late ORDER BY due"
+}
+
+# Alerts once. Active only when the binary accepts [alerts] mail_to (issue
+# 14; scripts/soak probes it with `caretaker check` and sets soak.params
+# alerts_to), else reported SKIP. Alert mail (soak.alert_mail) is sorted per
+# job (the job name in the subject or body) into alerts and recoveries (the
+# subject says "recover", "resolved" or "healthy again"). Each job's messages
+# must alternate alert, recovery, alert, ... (one alert per incident however
+# many runs fail, across all instances; no recovery without an alert); and
+# for soak-flaky, whose incidents the job-failing fault makes (soak.incidents),
+# exactly one alert per incident that had a failed run and one recovery per
+# incident after which the job succeeded again.
+soak_alert_sequence="
+    WITH jobs AS (SELECT DISTINCT job FROM soak.schedule),
+    msgs AS (
+        SELECT m.received_at, m.subject,
+               (SELECT j.job FROM jobs j WHERE strpos(coalesce(m.subject, '') || ' ' || coalesce(m.excerpt, ''), j.job) > 0
+                ORDER BY length(j.job) DESC LIMIT 1) AS job,
+               coalesce(m.subject ~* '(recover|resolved|healthy again)', false) AS recovery
+        FROM soak.alert_mail m)
+    SELECT *, lag(recovery) OVER (PARTITION BY job ORDER BY received_at) AS previous_recovery FROM msgs"
+soak_flaky_incidents="
+    SELECT i.*,
+           EXISTS (SELECT 1 FROM caretaker.job_runs r WHERE r.job = i.job AND r.status = 'failed'
+                   AND r.started_at >= i.since AND r.started_at < coalesce(i.until, 'infinity')) AS failed,
+           EXISTS (SELECT 1 FROM caretaker.job_runs r WHERE r.job = i.job AND r.status = 'succeeded'
+                   AND r.started_at >= i.until) AS recovered
+    FROM soak.incidents i WHERE i.job = 'soak-flaky'"
+
+check_alerts_once() {
+    if [ -z "$(soak_psql -At -c "SELECT soak.param('alerts_to')")" ]; then
+        printf '  SKIP  %-27s this caretaker does not accept [alerts] mail_to (issue 14): nothing to check\n' alerts-once
+        return 0
+    fi
+    soak_check alerts-once "alert messages broke one-alert-one-recovery per incident" "
+        WITH s AS ($soak_alert_sequence), i AS ($soak_flaky_incidents),
+        flaky AS (SELECT count(*) FILTER (WHERE NOT recovery) AS alerts, count(*) FILTER (WHERE recovery) AS recoveries
+                  FROM s WHERE job = 'soak-flaky')
+        SELECT (SELECT count(*) FROM s WHERE job IS NULL OR recovery IS NOT DISTINCT FROM coalesce(previous_recovery, true))
+               + abs((SELECT alerts FROM flaky) - (SELECT count(*) FROM i WHERE failed))
+               + abs((SELECT recoveries FROM flaky) - (SELECT count(*) FROM i WHERE failed AND recovered)),
+               (SELECT count(*) FROM s),
+               format('soak-flaky: %s incidents with failed runs, %s alerts, %s recoveries; all jobs: %s alerts, %s recoveries',
+                      (SELECT count(*) FROM i WHERE failed), (SELECT alerts FROM flaky), (SELECT recoveries FROM flaky),
+                      (SELECT count(*) FILTER (WHERE NOT recovery) FROM s), (SELECT count(*) FILTER (WHERE recovery) FROM s))" "
+        WITH s AS ($soak_alert_sequence), i AS ($soak_flaky_incidents)
+        SELECT 'message' AS what, job, received_at AS at, CASE WHEN recovery THEN 'recovery' ELSE 'alert' END AS kind, subject
+        FROM s WHERE job IS NULL OR recovery IS NOT DISTINCT FROM coalesce(previous_recovery, true)
+        UNION ALL SELECT 'incident', job, since, CASE WHEN recovered THEN 'recovered' ELSE 'not recovered' END,
+               (SELECT count(*) FROM s WHERE s.job = i.job AND s.received_at >= i.since)::text || ' messages since'
+        FROM i WHERE failed"
+}
+
 # Every check in order; prints a line each; returns the number that failed.
 soak_check_names=(posts_not_early packs_not_early posts_gone packs_gone sessions_not_early sessions_revoked
                   requests_settled mail_once_per_attempt mail_sent_delivered mail_well_formed
-                  slots_once no_running leaders memory clean_shutdown)
+                  slots_once no_running no_runaway no_blocked_stall alerts_once leaders memory clean_shutdown)
 
 soak_run_checks() {
     local failed=0 name

@@ -61,3 +61,35 @@ INSERT INTO soak.deleted_posts (id, pack_id, created_at, likes, deleted_at, txid
 -- Rows above took explicit ids: move the identity sequences past them.
 SELECT setval(pg_get_serial_sequence(format('public.%I', t), 'id'), 100)
 FROM unnest(ARRAY['users', 'packs', 'posts', 'communities']) AS t;
+
+-- Issue 18. The schedule the runaway bound reads.
+INSERT INTO soak.schedule (job, period_s, max_retries, notify_channel, deadline, since) VALUES
+    ('expire-content', 3, 3, NULL, false, now() - interval '1 hour'),
+    ('logout-inactive', 2, 3, NULL, true, now() - interval '1 hour'),
+    ('send-temp-passwords', 2, 3, 'caretaker_send_temp_passwords', false, now() - interval '1 hour'),
+    ('soak-flaky', 15, 2, NULL, false, now() - interval '1 hour');
+-- Within their causes: a deadline wake-up for the session that came due 40 s
+-- ago, a run for a NOTIFY, a failed soak-flaky run and its retry.
+INSERT INTO caretaker.job_runs (job, trigger, status, slot, attempt, started_at, finished_at, host, pid) VALUES
+    ('logout-inactive', 'schedule', 'succeeded', NULL, 1, now() - interval '39 seconds', now(), 'h', 5),
+    ('send-temp-passwords', 'notify', 'succeeded', NULL, 1, now() - interval '30 seconds', now(), 'h', 5),
+    ('soak-flaky', 'schedule', 'failed', '2030-01-01 00:00:15+00', 1, now() - interval '29 seconds', now(), 'h', 5),
+    ('soak-flaky', 'retry', 'failed', NULL, 2, now() - interval '19 seconds', now(), 'h', 5),
+    ('soak-flaky', 'schedule', 'succeeded', '2030-01-01 00:00:30+00', 1, now() - interval '14 seconds', now(), 'h', 5);
+INSERT INTO soak.notifies (channel, txid, at) VALUES ('caretaker_send_temp_passwords', 1, now() - interval '30 seconds');
+
+-- A post protected (referenced) from 70 s to 40 s ago; post 10 came due
+-- meanwhile (58 s ago) and went at its deadline.
+INSERT INTO soak.protected (kind, id, how, since, until) VALUES
+    ('post', '99', 'referenced by post_reports', now() - interval '70 seconds', now() - interval '40 seconds');
+-- A session protected (frozen) from 50 s to 20 s ago; the other session came
+-- due 40 s ago and was revoked then.
+INSERT INTO soak.protected (kind, id, how, since, until) VALUES
+    ('session', '00000000-0000-0000-0000-000000000099', 'frozen (CHECK)', now() - interval '50 seconds', now() - interval '20 seconds');
+
+-- Alerts on: one soak-flaky incident (30 s to 20 s ago), one alert, one recovery.
+INSERT INTO soak.params (key, value) VALUES ('alerts_to', 'ops@example.org');
+INSERT INTO soak.incidents (job, since, until) VALUES ('soak-flaky', now() - interval '30 seconds', now() - interval '20 seconds');
+INSERT INTO soak.alert_mail (received_at, rcpt, subject, excerpt) VALUES
+    (now() - interval '29 seconds', 'ops@example.org', 'caretaker: soak-flaky is failing', 'soak-flaky failed: ...'),
+    (now() - interval '14 seconds', 'ops@example.org', 'caretaker: soak-flaky recovered', 'soak-flaky succeeded again');

@@ -27,5 +27,14 @@ leaders	a leader whose account is deleted	UPDATE public.users SET deleted_at = n
 leaders	an active community without a leader	INSERT INTO public.communities (name) VALUES ('leaderless')
 memory	an instance that grew 20% after warm-up	UPDATE soak.instances SET rss_end_kib = 12000 WHERE name = 'a'
 clean_shutdown	an instance that did not exit after SIGTERM	UPDATE soak.instances SET exit_status = NULL WHERE name = 'b'
+no_runaway	the logout-inactive spin: 30 runs in a second with no session coming due	INSERT INTO caretaker.job_runs (job, trigger, status, started_at, host, pid) SELECT 'logout-inactive', 'schedule', 'succeeded', now() - interval '5 seconds' + i * interval '30 milliseconds', 'h', 7 FROM generate_series(1, 30) i
+no_runaway	the same spin recorded as issue 11 records deadline wake-ups ('deadline')	INSERT INTO caretaker.job_runs (job, trigger, status, started_at, host, pid) SELECT 'logout-inactive', 'deadline', 'succeeded', now() - interval '5 seconds' + i * interval '30 milliseconds', 'h', 7 FROM generate_series(1, 30) i
+no_runaway	a failing job rerun as attempt 2 twenty times	INSERT INTO caretaker.job_runs (job, trigger, status, attempt, started_at, host, pid) SELECT 'soak-flaky', 'retry', 'failed', 2, now() - interval '5 seconds' + i * interval '100 milliseconds', 'h', 5 FROM generate_series(1, 20) i
+no_runaway	12 NOTIFY runs with no NOTIFY sent	INSERT INTO caretaker.job_runs (job, trigger, status, started_at, host, pid) SELECT 'send-temp-passwords', 'notify', 'succeeded', now() - interval '5 seconds' + i * interval '100 milliseconds', 'h', 8 FROM generate_series(1, 12) i
+no_blocked_stall	a post that came due while another was protected went 20 s late	UPDATE soak.deleted_posts SET deleted_at = deleted_at + interval '20 seconds' WHERE id = 10
+no_blocked_stall	a session that came due while another was frozen left active	UPDATE public.sessions SET revoked_at = NULL, revoked_reason = NULL WHERE revoked_reason = 'inactivity'
+alerts_once	a second alert for one incident	INSERT INTO soak.alert_mail VALUES (now() - interval '25 seconds', 'ops@example.org', 'caretaker: soak-flaky is failing', 'again')
+alerts_once	no recovery mail although the job succeeded again	DELETE FROM soak.alert_mail WHERE subject LIKE '%recovered'
+alerts_once	an incident with failed runs and no alert	DELETE FROM soak.alert_mail WHERE subject LIKE '%failing'
 PLANTS
 )
