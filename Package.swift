@@ -39,9 +39,26 @@ let package = Package(
             name: "Postgres",
             dependencies: ["CLibPQ"]
         ),
+        // Small targets along dependency lines (no libpq, no libcurl), so the parsers
+        // build, test and fuzz on their own. CaretakerCore re-exports them.
+        // Text helpers that FoundationEssentials lacks.
+        .target(name: "CaretakerText"),
+        // The TOML subset `jobs.toml` uses, with the source line of every key.
+        .target(name: "CaretakerTOML"),
+        // Schedules: cron, `@every`, durations, the tz database reader and wall-clock arithmetic.
+        .target(
+            name: "CaretakerSchedule",
+            dependencies: ["CaretakerText"]
+        ),
+        // RFC 5322 addresses and messages (what the SMTP and file transports send).
+        .target(name: "CaretakerMailFormat"),
         .target(
             name: "CaretakerCore",
             dependencies: [
+                "CaretakerText",
+                "CaretakerTOML",
+                "CaretakerSchedule",
+                "CaretakerMailFormat",
                 "Postgres",
                 "CCurl",
                 "CCrypt",
@@ -82,7 +99,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CaretakerCoreTests",
-            dependencies: ["CaretakerCore"]
+            dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText"]
         ),
         .testTarget(
             name: "IntegrationTests",
@@ -98,3 +115,16 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer harness (Fuzz/) is a package product only when scripts/fuzz asks for it
+// (CARETAKER_FUZZ=1 with --sanitize fuzzer): libFuzzer supplies `main`, so a plain
+// `swift build` could not link it.
+if Context.environment["CARETAKER_FUZZ"] == "1" {
+    package.products.append(.executable(name: "caretaker-fuzz", targets: ["caretaker-fuzz"]))
+    package.targets.append(.executableTarget(
+        name: "caretaker-fuzz",
+        dependencies: ["CaretakerCore"],
+        path: "Fuzz",
+        swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+    ))
+}

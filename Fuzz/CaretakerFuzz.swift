@@ -1,16 +1,16 @@
 // libFuzzer harness for the parsers that read operator and user input.
 //
-// Built by scripts/fuzz together with the parser sources (not the whole
-// CaretakerCore, which needs libpq and libcurl):
+// Built by scripts/fuzz as the package's `caretaker-fuzz` product (declared only
+// when CARETAKER_FUZZ=1), linked against the targets it fuzzes:
 //
-//     swiftc -sanitize=fuzzer,address -parse-as-library Fuzz/CaretakerFuzz.swift \
-//         Sources/CaretakerCore/Config/*.swift Sources/CaretakerCore/Scheduling/*.swift \
-//         Sources/CaretakerCore/Mail/MailAddress.swift Sources/CaretakerCore/Mail/MailError.swift
+//     CARETAKER_FUZZ=1 swift build -c release --sanitize fuzzer --sanitize address \
+//         --scratch-path .build-libfuzzer --product caretaker-fuzz
 //
 // One binary, four targets, chosen by $CARETAKER_FUZZ_TARGET: config, schedule,
 // duration, address. Besides crashes and memory errors, each target traps on a
 // broken property (the same ones Tests/CaretakerCoreTests/FuzzTests.swift checks).
 
+import CaretakerCore
 import Foundation
 
 private enum Target: String {

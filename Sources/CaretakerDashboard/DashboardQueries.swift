@@ -184,13 +184,6 @@ extension DashboardQueries {
 /// Which counters of a job's `stats` its overview chart shows.
 public enum DashboardCounters {
     public static func main(for job: JobConfiguration) -> [String] {
-        switch job.settings {
-        case .expireContent: ["posts_deleted", "packs_deleted"]
-        case .logoutInactive: ["sessions_revoked"]
-        case .sendTempPasswords: ["sent", "failed"]
-        case .leaderSuccession: ["leaders_appointed"]
-        case .prune: ["runs_deleted"]
-        case .sql: ["rows"]
-        }
+        job.builtIn?.chartedCounters ?? ["rows"]
     }
 }

@@ -65,8 +65,31 @@ public enum ChildProcess {
     public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        if status & 0x7f == 0 { return (status >> 8) & 0xff }
-        return 128 + (status & 0x7f)
+        return exitStatus(decoding: status)
+    }
+
+    /// Waits up to `timeout` for `pid` to exit and returns its exit status; when it is
+    /// still running then, kills it with SIGKILL, reaps it and returns nil.
+    public static func exitStatus(of pid: pid_t, within timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while true {
+            let expired = ContinuousClock.now >= deadline
+            var result: pid_t
+            repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+            if result == pid { return exitStatus(decoding: status) }
+            if result < 0 { return nil }  // not our child (any more)
+            if expired { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        kill(pid, SIGKILL)
+        _ = wait(pid)
+        return nil
+    }
+
+    /// The exit status in a `waitpid` status word: the code it exited with, or 128 + the signal that ended it.
+    public static func exitStatus(decoding status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {

@@ -64,7 +64,7 @@ public final class DaemonProcess: Sendable {
         kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        exitStatus.withLock { $0 = Self.decode(status) }
+        exitStatus.withLock { $0 = ChildProcess.exitStatus(decoding: status) }
     }
 
     /// True once the process has exited and was reaped (checks without waiting).
@@ -88,13 +88,9 @@ public final class DaemonProcess: Sendable {
             var result: pid_t
             repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
             guard result == pid else { return nil }
-            known = Self.decode(status)
+            known = ChildProcess.exitStatus(decoding: status)
             return known
         }
-    }
-
-    private static func decode(_ status: Int32) -> Int32 {
-        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     // MARK: The log

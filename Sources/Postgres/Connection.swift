@@ -13,7 +13,8 @@ import Darwin
 ///
 /// - Important: every call blocks its thread until the server answers. Use a
 ///   connection from one thread at a time and keep it off Swift's cooperative
-///   pool (see `BlockingExecutor` in CaretakerCore). Only `cancel()` may be
+///   pool (the daemon runs each job on a thread of its own, `OSThread` in
+///   CaretakerCore). Only `cancel()` may be
 ///   called from another thread while a statement runs.
 public final class Connection: @unchecked Sendable {
     /// What to connect to.

@@ -26,7 +26,8 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
-                let (connector, connection) = try common.connect(configuration)
+                let connector = try common.connector(configuration)
+                let connection = try common.connect(connector)
                 findings.append(Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
                 if try DatabaseRole.isStandby(connection) {
                     findings.append(Finding(check: "database role", ok: false,

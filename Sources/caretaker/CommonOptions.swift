@@ -27,16 +27,25 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// Connects or exits 69 after `database.connect_timeout`.
-    func connect(_ configuration: Configuration, applicationName: String = "caretaker") throws -> (DatabaseConnector, Connection) {
-        let connector: DatabaseConnector
+    /// Connects or exits 69 after `database.connect_timeout` (78 when the password file cannot be read).
+    func connect(_ configuration: Configuration, applicationName: String = "caretaker") throws -> Connection {
+        try connect(connector(configuration), applicationName: applicationName)
+    }
+
+    /// The connector for `[database]`, for commands that open a second connection
+    /// (the pooler check); exits 78 when the password file cannot be read.
+    func connector(_ configuration: Configuration) throws -> DatabaseConnector {
         do {
-            connector = try DatabaseConnector(options: configuration.database)
+            return try DatabaseConnector(options: configuration.database)
         } catch {
             throw Failure(.configuration, "configuration error: \(error)")
         }
+    }
+
+    /// Connects through `connector` or exits 69 after `database.connect_timeout`.
+    func connect(_ connector: DatabaseConnector, applicationName: String = "caretaker") throws -> Connection {
         do {
-            return (connector, try connector.connect(applicationName: applicationName))
+            return try connector.connect(applicationName: applicationName)
         } catch {
             throw Failure(.databaseUnavailable, "database unavailable: \(error)")
         }

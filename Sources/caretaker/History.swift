@@ -38,7 +38,7 @@ extension Caretaker {
                 if let job, configuration.job(named: job) == nil {
                     throw ValidationError("unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
                 }
-                let (_, connection) = try common.connect(configuration)
+                let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
                 let records = try RunRecord.recent(connection, .init(job: job, status: status, limit: limit))
                 print(json ? Self.json(records) : Self.table(records))

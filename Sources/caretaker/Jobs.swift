@@ -20,7 +20,7 @@ extension Caretaker {
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
-                let (_, connection) = try common.connect(configuration)
+                let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
                 let now = try DatabaseClock.now(connection)
                 var table = TextTable(["JOB", "ENABLED", "SCHEDULE", "TIMEZONE", "NEXT RUN (UTC)", "LAST RUN"])

@@ -26,7 +26,7 @@ extension Caretaker {
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
-                let (_, connection) = try common.connect(configuration)
+                let connection = try common.connect(configuration)
                 try common.requirePrimary(connection, for: "migrate")
                 let migrator = Migrator(appSchema: configuration.database.appSchema)
                 let migrations = try migrator.migrate(on: connection, dryRun: dryRun)

@@ -29,7 +29,8 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 let selected = try select(from: configuration)
-                let (connector, connection) = try common.connect(configuration)
+                let connector = try common.connector(configuration)
+                let connection = try common.connect(connector)
                 try common.requirePrimary(connection, for: "once")
                 let logger = Logger(label: "caretaker")
                 let pooler = try PoolerCheck.probe(connection, connector: connector)

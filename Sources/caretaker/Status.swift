@@ -21,7 +21,7 @@ extension Caretaker {
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
-                let (_, connection) = try common.connect(configuration)
+                let connection = try common.connect(configuration)
                 let report = try StatusReport.read(connection, configuration: configuration)
                 print(json ? Self.json(report) : Self.screen(report))
                 return .ok

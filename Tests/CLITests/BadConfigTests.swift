@@ -243,30 +243,33 @@ import Glibc
     }
 
     @Test("the daemon fails fast on a broken file instead of waiting for the database")
-    func daemonFailsFast() throws {
+    func daemonFailsFast() async throws {
         let path = try Self.write(Self.header + "[jobs.prune]\nschedule = \"@every 0s\"\n")
         defer { Self.remove(path) }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let pid = try ChildProcess.spawn([Caretaker.path, "run", "--config", path],
-                                         stdoutPath: directory + "/out", stderrPath: directory + "/err")
-        let status = try #require(Self.wait(pid, timeout: .seconds(20)), "caretaker run kept running with a broken file")
-        let stderr = try String(contentsOfFile: directory + "/err", encoding: .utf8)
+        let (status, stderr) = try await Self.runDaemon(config: path)
         #expect(status == 78, "\(stderr)")
         #expect(stderr.contains("\(path):5: jobs.prune.schedule: invalid schedule \"@every 0s\""), "\(stderr)")
     }
 
-    /// Waits for `pid` up to `timeout`; kills it and returns nil when it is still running then.
-    static func wait(_ pid: pid_t, timeout: Duration) -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while ContinuousClock.now < deadline {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f) }
-            if result < 0 && errno != EINTR { return nil }
-            usleep(20_000)
-        }
-        kill(pid, SIGKILL)
-        _ = ChildProcess.wait(pid)
-        return nil
+    /// The daemon reads the database password once at start (and again on SIGHUP), not
+    /// on every connection: an unreadable file stops the start instead of every connect.
+    @Test("the daemon refuses to start when database.password_file cannot be read")
+    func daemonNeedsItsPasswordFile() async throws {
+        let missing = "/nonexistent-caretaker-dir/db-password"
+        let path = try Self.write(Self.header.replacing("connect_timeout = \"1s\"\n",
+                                                        with: "connect_timeout = \"1s\"\npassword_file = \"\(missing)\"\n"))
+        defer { Self.remove(path) }
+        let (status, stderr) = try await Self.runDaemon(config: path)
+        #expect(status == 78, "\(stderr)")
+        #expect(stderr.contains("cannot read database.password_file \(missing)"), "\(stderr)")
+    }
+
+    /// Runs `caretaker run` on `path`, which must refuse to start: its exit status and stderr.
+    static func runDaemon(config path: String) async throws -> (status: Int32, stderr: String) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let pid = try ChildProcess.spawn([Caretaker.path, "run", "--config", path],
+                                         stdoutPath: directory + "/out", stderrPath: directory + "/err")
+        let status = try #require(await ChildProcess.exitStatus(of: pid, within: .seconds(20)), "caretaker run kept running")
+        return (status, try String(contentsOfFile: directory + "/err", encoding: .utf8))
     }
 }

@@ -1,6 +1,7 @@
 import CaretakerCore
 import CaretakerTestSupport
 import Foundation
+import Postgres
 import Testing
 
 /// The built `caretaker` binary, end to end: exit codes and output.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import CaretakerCore
+@testable import CaretakerSchedule
 
 // Helpers. Dates are written with explicit UTC offsets so that DST expectations
 // are visible in the test text ("+02:00" is summer time in Berlin).

@@ -1,4 +1,5 @@
 @testable import CaretakerCore
+@testable import CaretakerSchedule
 import Foundation
 import Testing
 

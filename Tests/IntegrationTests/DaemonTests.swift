@@ -15,7 +15,7 @@ import Glibc
 @Suite(.serialized) struct DaemonTests {
     // MARK: Configuration helpers
 
-    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtInJobs = BuiltInJob.allCases.map(\.rawValue)
 
     /// `[jobs.X] enabled = false` for every built-in job but `keep`.
     static func disabledBuiltIns(except keep: Set<String> = []) -> String {
@@ -30,16 +30,6 @@ import Glibc
     /// The database's clock, in seconds since the epoch.
     static func now(_ db: TestDatabase) throws -> Double {
         try db.connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first!.double("now")!
-    }
-
-    /// Polls `condition` every 50 ms until it holds; false after `timeout`.
-    static func eventually(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if try condition() { return true }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
     }
 
     /// Stops a daemon with SIGTERM and expects a clean exit.
@@ -163,7 +153,7 @@ import Glibc
         var daemons = [try await Self.started(config, lowFootprint: lowFootprint)]
         if !lowFootprint { daemons.append(try await Self.started(config)) }
         // Two full periods of run-skip-skip.
-        #expect(try await Self.eventually(timeout: .seconds(12)) {
+        #expect(try await eventually(timeout: .seconds(12)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") >= 2
         })
         for daemon in daemons { await Self.stop(daemon) }
@@ -200,7 +190,7 @@ import Glibc
             extra: "repeat_until_zero = true\n"))
         let daemon = try await Self.started(config)
         try #require(await daemon.waitForLog(containing: "msg=\"run started\" job=drain") != nil, "\(daemon.log)")
-        try #require(try await Self.eventually { try db.count("SELECT count(*) FROM work") <= 98 })
+        try #require(try await eventually { try db.count("SELECT count(*) FROM work") <= 98 })
         let signalled = ContinuousClock.now
         daemon.signal(SIGTERM)
         let status = await daemon.waitForExit(timeout: .seconds(6))
@@ -264,7 +254,7 @@ import Glibc
         first.kill9()
         // The server notices the vanished client within a second (client_connection_check_interval),
         // not when the 60 s statement ends, and the run's advisory lock goes with the backend.
-        #expect(try await Self.eventually(timeout: .seconds(5)) {
+        #expect(try await eventually(timeout: .seconds(5)) {
             try db.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", run.int("backend_pid")) == 0
         }, "the dead worker's backend still runs its statement")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND status = 'running'", runID) == 1,
@@ -317,7 +307,7 @@ import Glibc
         #expect(!daemon.hasExited)
         // NOTIFYs sent while it was disconnected are lost: a job that listens runs once to pick
         // up their work (trigger=notify, or a scheduled run that came due meanwhile covers it).
-        #expect(try await Self.eventually(timeout: .seconds(5)) {
+        #expect(try await eventually(timeout: .seconds(5)) {
             let lines = daemon.logLines
             guard let back = lines.firstIndex(where: { $0.contains("database reachable again") }) else { return false }
             return lines[back...].contains { $0.contains("msg=\"run started\" job=send-temp-passwords") }
@@ -366,7 +356,7 @@ import Glibc
         let failure = try #require(await daemon.waitForLog(containing: "configuration reload failed"), "\(daemon.log)")
         #expect(failure.first?.contains("jobs.tick.bogus_key") == true, "the log should say why: \(failure)")
         let lastBefore = try db.count("SELECT max(id) FROM caretaker.job_runs")
-        #expect(try await Self.eventually(timeout: .seconds(5)) {
+        #expect(try await eventually(timeout: .seconds(5)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded' AND id > $1", lastBefore) >= 2
         }, "the job stopped after the failed reload")
 
@@ -379,13 +369,13 @@ import Glibc
         daemon.signal(SIGHUP)
         #expect(await daemon.waitForLog(containing: "msg=\"configuration reloaded\"") != nil, "\(daemon.log)")
         let reloadedAt = try Self.now(db)
-        #expect(try await Self.eventually(timeout: .seconds(5)) {
+        #expect(try await eventually(timeout: .seconds(5)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tock' AND status = 'succeeded'") >= 2
         }, "the new job does not run: \(daemon.log)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND started_at > to_timestamp($1::float8)",
                              reloadedAt) == 0, "the removed job still runs")
         try Self.resetRequest(db)
-        #expect(try await Self.eventually(timeout: .seconds(2)) {
+        #expect(try await eventually(timeout: .seconds(2)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
         }, "the newly enabled job does not LISTEN: \(daemon.log)")
         await Self.stop(daemon)
@@ -433,7 +423,7 @@ import Glibc
         for daemon in [first, second] {
             try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "\(daemon.log)")
         }
-        #expect(try await Self.eventually {
+        #expect(try await eventually {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE trigger = 'catch-up' AND status = 'succeeded'") == 1
         })
         try await Task.sleep(for: .milliseconds(500))  // room for a second catch-up to show, should there be one
@@ -506,7 +496,7 @@ import Glibc
         try locker.query("BEGIN")
         try locker.query("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
         let daemon = try DaemonProcess(config: config)
-        try #require(try await Self.eventually(timeout: .seconds(4)) {
+        try #require(try await eventually(timeout: .seconds(4)) {
             try db.count("""
                 SELECT count(*) FROM pg_stat_activity
                 WHERE datname = current_database() AND application_name = 'caretaker' AND wait_event_type = 'Lock'
@@ -515,10 +505,10 @@ import Glibc
         let id = try Self.resetRequest(db)
         try await Task.sleep(for: .milliseconds(200))
         try locker.query("ROLLBACK")
-        #expect(try await Self.eventually(timeout: .seconds(2)) {
+        #expect(try await eventually(timeout: .seconds(2)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
         }, "no notify-triggered run: \(daemon.log)")
-        #expect(try await Self.eventually(timeout: .seconds(5)) {
+        #expect(try await eventually(timeout: .seconds(5)) {
             try db.count("SELECT count(*) FROM password_reset_requests WHERE id = $1 AND status = 'sent'", id) == 1
         }, "\(daemon.log)")
         #expect(try db.count("""
@@ -566,7 +556,7 @@ import Glibc
         for _ in 1...3 {
             runs += 1
             try #require(await daemon.waitForLog(containing: scheduled, count: runs, timeout: .seconds(15)) != nil, "\(daemon.log)")
-            #expect(try await Self.eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
+            #expect(try await eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
                     "the connection stayed open after the run")
             let nextSlot = (try Self.now(db) / 10).rounded(.up) * 10
             guard try nextSlot - Self.now(db) > 3 else { continue }
@@ -644,7 +634,7 @@ import Glibc
         let daemon = try await Self.started(config, lowFootprint: true)
         let cpuBefore = try #require(daemon.cpuTime)
         var connections: [Int] = []
-        let done = try await Self.eventually(timeout: .seconds(12)) {
+        let done = try await eventually(timeout: .seconds(12)) {
             connections.append(try Self.daemonConnections(db))
             return try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'drain' AND status = 'succeeded' AND (stats->>'rows')::int = 5") == 1
                 && daemon.lines(containing: "msg=\"run finished\" job=alpha").count >= 2
@@ -677,7 +667,7 @@ import Glibc
             WITH u AS (INSERT INTO users (email, password_hash) VALUES ('bo@example.org', 'h') RETURNING id)
             INSERT INTO sessions (user_id, last_seen_at) SELECT id, now() FROM u RETURNING id
             """).first!["id"]!
-        #expect(try await Self.eventually(timeout: .seconds(8)) {
+        #expect(try await eventually(timeout: .seconds(8)) {
             try db.count("SELECT count(*) FROM sessions WHERE id = $1::uuid AND revoked_at IS NOT NULL", session) == 1
         }, "\(daemon.log)")
         let row = try #require(try db.connection.query("""

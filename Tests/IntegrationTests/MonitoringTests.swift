@@ -47,7 +47,7 @@ import Glibc
         let port = try await Self.metricsPort(daemon)
 
         // However many runs fail, one alert.
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'broken' AND status = 'failed'") >= 4
         }, "log:\n\(daemon.log)")
         let alerts = try smtp.waitForMessages(count: 1, timeout: .seconds(10))
@@ -62,7 +62,7 @@ import Glibc
         #expect(try db.count("SELECT count(*) FROM caretaker.job_alerts WHERE job = 'broken' AND state = 'unhealthy'") == 1)
 
         // The endpoint, scraped over HTTP.
-        #expect(try await DaemonTests.eventually {
+        #expect(try await eventually {
             Self.value("caretaker_job_runs_total{job=\"broken\",status=\"failed\"}",
                        in: try HTTPGet.fetch(port: port, path: "/metrics").body) ?? 0 >= 3
         })
@@ -94,10 +94,10 @@ import Glibc
 
         // A real Prometheus scrapes it.
         let prometheus = try TestPrometheusServer(targets: ["127.0.0.1:\(port)"])
-        #expect(try await DaemonTests.eventually(timeout: .seconds(30)) {
+        #expect(try await eventually(timeout: .seconds(30)) {
             prometheus.query("up")["127.0.0.1:\(port)"] == "1"
         }, "prometheus log:\n\(prometheus.log)")
-        #expect(try await DaemonTests.eventually(timeout: .seconds(10)) {
+        #expect(try await eventually(timeout: .seconds(10)) {
             prometheus.query("caretaker_job_healthy%7Bjob%3D%22broken%22%7D")["127.0.0.1:\(port)"] == "0"
         })
 
@@ -115,7 +115,7 @@ import Glibc
         #expect(pings.waitForPaths { $0.contains("/ping/broken") }.contains("/ping/broken"))
         try await Task.sleep(for: .seconds(3))
         #expect(try smtp.messages().count == 2)
-        #expect(try await DaemonTests.eventually {
+        #expect(try await eventually {
             Self.value("caretaker_job_healthy{job=\"broken\"}", in: try HTTPGet.fetch(port: port, path: "/metrics").body) == 1
         })
         await DaemonTests.stop(daemon)
@@ -129,7 +129,7 @@ import Glibc
             + DaemonTests.sqlJob("broken", sql: "SELECT 1/0", extra: "max_retries = 0\n"))
         let first = try await DaemonTests.started(path)
         let second = try await DaemonTests.started(path)
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             try db.count("SELECT count(DISTINCT pid) FROM caretaker.job_runs WHERE job = 'broken' AND status = 'failed'") == 2
                 && db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'broken' AND status = 'failed'") >= 6
         }, "both instances ran and failed the job")
@@ -153,7 +153,7 @@ import Glibc
         umask(previousMask)
         let daemon = try spawned.get()
         let port = try await Self.metricsPort(daemon)
-        #expect(try await DaemonTests.eventually(timeout: .seconds(15)) {
+        #expect(try await eventually(timeout: .seconds(15)) {
             let text = (try? String(contentsOfFile: textfile, encoding: .utf8)) ?? ""
             return Self.value("caretaker_job_runs_total{job=\"tick\",status=\"succeeded\"}", in: text) ?? 0 >= 2
         })
@@ -187,7 +187,7 @@ import Glibc
             + DaemonTests.sqlJob("slow", sql: "SELECT pg_sleep(2.5)")
             + DaemonTests.sqlJob("nightly", schedule: "0 0 * * *", sql: "SELECT 1"))
         let daemon = try await DaemonTests.started(path)
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             let text = (try? String(contentsOfFile: textfile, encoding: .utf8)) ?? ""
             return Self.value("caretaker_job_skipped_slots_total{job=\"nightly\",reason=\"missed_while_no_worker_ran\"}", in: text) == 2
                 && Self.value("caretaker_job_skipped_slots_total{job=\"slow\",reason=\"previous_run_still_going\"}", in: text) ?? 0 >= 1
@@ -230,16 +230,16 @@ import Glibc
         let daemon = try await DaemonTests.started(path)
         // The first ping hangs past its 5 s timeout; meanwhile runs keep coming, each on its slot.
         _ = hanging.waitForPaths { !$0.isEmpty }
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded'") >= 4
         })
         #expect(hanging.paths.count < 4, "pings queue one after another (\(hanging.paths))")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status <> 'succeeded'") == 0)
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             !daemon.lines(containing: "msg=\"ping failed\"", "job=tick").isEmpty
         })
         // Two pings a second, one answered (timed out) per 5 s: the queue fills up and later pings are dropped.
-        #expect(try await DaemonTests.eventually(timeout: .seconds(30)) {
+        #expect(try await eventually(timeout: .seconds(30)) {
             !daemon.lines(containing: "msg=\"ping dropped: earlier pings are still waiting for an answer\"").isEmpty
         })
         // Shutdown waits for queued pings a little longer than one ping's timeout, no more.

@@ -9,7 +9,7 @@ import Testing
 /// nothing else. Every job test runs as that role (`TestDatabase.run`); these tests show
 /// that each grant is needed and that nothing beyond them is granted.
 @Suite struct RuntimeGrantsTests {
-    static let builtInJobs = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtInJobs = BuiltInJob.allCases.map(\.rawValue)
     static let worker = TemporaryPostgres.workerRole
 
     @Test("a built-in job fails with permission denied when its grants are left out, and runs once they are back",
@@ -46,7 +46,7 @@ import Testing
                     "\(job): \(daemon.log)")
         }
         // [alerts]: the monitor's own connection reads and claims caretaker.job_alerts.
-        #expect(try await DaemonTests.eventually(timeout: .seconds(20)) {
+        #expect(try await eventually(timeout: .seconds(20)) {
             try db.count("SELECT count(*) FROM caretaker.job_alerts WHERE state = 'healthy'") == 5
         }, "\(daemon.log)")
         daemon.signal(SIGTERM)

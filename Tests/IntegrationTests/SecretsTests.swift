@@ -240,31 +240,6 @@ import Glibc
         return String(line.dropFirst("Temporary password: ".count))
     }
 
-    /// Polls `condition` every 50 ms until it holds; false after `timeout`.
-    func eventually(_ timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try condition()
-    }
-
-    /// The exit status of `pid` once it exits within `timeout` (SIGKILL and nil otherwise).
-    func exitStatus(of pid: pid_t, within timeout: Duration) async throws -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while ContinuousClock.now < deadline {
-            if waitpid(pid, &status, WNOHANG) == pid {
-                return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        kill(pid, SIGKILL)
-        _ = ChildProcess.wait(pid)
-        return nil
-    }
-
     func daemonEnvironment(_ extra: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         for name in ["CARETAKER_CONFIG", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
@@ -400,16 +375,16 @@ import Glibc
         defer { if exited == nil { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) } }
 
         try request("alice@example.org")
-        let sent = try await eventually(.seconds(30)) {
+        let sent = try await eventually(timeout: .seconds(30)) {
             try db.count("SELECT count(*) FROM password_reset_requests WHERE status = 'sent'") == 1
         }
         #expect(sent, "the request was not sent: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        let everyJobRan = try await eventually(.seconds(30)) {
+        let everyJobRan = try await eventually(timeout: .seconds(30)) {
             try db.count("SELECT count(DISTINCT job) FROM caretaker.job_runs WHERE status = 'succeeded'") == 6
         }
         #expect(everyJobRan, "not every job ran under the daemon")
         kill(pid, SIGTERM)
-        exited = try await exitStatus(of: pid, within: .seconds(30))
+        exited = await ChildProcess.exitStatus(of: pid, within: .seconds(30))
         #expect(exited == 0, "caretaker run exited \(String(describing: exited)) after SIGTERM")
 
         let mail = try #require(try server.waitForMessages(count: 1, timeout: .seconds(5)).first)
@@ -436,14 +411,14 @@ import Glibc
                                          environment: daemonEnvironment([:]))
         var exited: Int32?
         defer { if exited == nil { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) } }
-        let retried = try await eventually(.seconds(20)) {
+        let retried = try await eventually(timeout: .seconds(20)) {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             return text.components(separatedBy: "database unavailable").count > 2
         }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(retried, "expected two logged connection attempts: \(text)")
         kill(pid, SIGTERM)
-        exited = try await exitStatus(of: pid, within: .seconds(30))
+        exited = await ChildProcess.exitStatus(of: pid, within: .seconds(30))
         #expect(exited == 0, "caretaker run exited \(String(describing: exited)) after SIGTERM")
         let final = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         expectNoSecrets(in: [Captured(label: "the waiting daemon's log", text: final)], secrets())

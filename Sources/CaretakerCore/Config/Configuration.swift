@@ -124,7 +124,9 @@ public struct JobConfiguration: Sendable {
     }
 }
 
-/// What each kind of job needs beyond the common keys.
+/// What each kind of job needs beyond the common keys. A built-in job's settings
+/// type and its reader live in the job's own file (`Jobs/`), except expire-content's
+/// (`ExpireContentSettings` below, read in `ConfigurationLoader+Jobs.swift`).
 public enum JobSettings: Sendable {
     case expireContent(ExpireContentSettings)
     case logoutInactive(LogoutInactiveSettings)
@@ -139,33 +141,6 @@ public struct ExpireContentSettings: Sendable {
     public var maxLifetime: Duration = .seconds(48 * 3600)
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
-}
-
-public struct LogoutInactiveSettings: Sendable {
-    public var idleTimeout: Duration = .seconds(600)
-}
-
-public struct SendTempPasswordsSettings: Sendable {
-    public var maxPerHour: Int = 3
-    public var tempPasswordLength: Int = 16
-    public var tempPasswordTTL: Duration = .seconds(24 * 3600)
-    /// Defaults to `12`, `10` in low-footprint mode.
-    public var bcryptCost: Int = 12
-    public var maxAttempts: Int = 5
-    public var templateFile: String = ""
-    /// The template's text (the built-in one when `templateFile` is empty).
-    public var template: MailTemplate = .default
-}
-
-public struct LeaderSuccessionSettings: Sendable {
-    /// `nil`: leaders are never replaced for inactivity.
-    public var leaderInactiveAfter: Duration? = nil
-}
-
-public struct PruneSettings: Sendable {
-    public var keepHistory: Duration = .seconds(30 * 86400)
-    public var keepRevokedSessions: Duration = .seconds(30 * 86400)
-    public var keepResetRequests: Duration = .seconds(30 * 86400)
 }
 
 public struct SQLJobSettings: Sendable {

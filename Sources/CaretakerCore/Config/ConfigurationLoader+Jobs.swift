@@ -4,24 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The built-in jobs, in the order `jobs` and `once --all` list them.
-public enum BuiltInJob: String, Sendable, CaseIterable {
-    case expireContent = "expire-content"
-    case logoutInactive = "logout-inactive"
-    case sendTempPasswords = "send-temp-passwords"
-    case leaderSuccession = "leader-succession"
-    case prune = "prune"
-
-    /// Default schedules from SPEC §3 and §8.
-    var defaultSchedule: String {
-        switch self {
-        case .expireContent, .leaderSuccession: "*/5 * * * *"
-        case .logoutInactive, .sendTempPasswords: "@every 1m"
-        case .prune: "@daily"
-        }
-    }
-}
-
 extension ConfigurationLoader {
     /// Default rows per transaction; low-footprint mode uses `lowFootprintBatchSize`.
     static let defaultBatchSize = 1000
@@ -52,13 +34,10 @@ extension ConfigurationLoader {
         var table = TableReader(ownTable, path: "jobs.\(name)", file: file)
         if builtIn == nil { try validateOperatorJobName(name, table: table) }
 
-        let settings: JobSettings = switch builtIn {
-        case .expireContent: .expireContent(try readExpireContent(&table))
-        case .logoutInactive: .logoutInactive(try readLogoutInactive(&table))
-        case .sendTempPasswords: .sendTempPasswords(try readSendTempPasswords(&table, file: file, worker: worker))
-        case .leaderSuccession: .leaderSuccession(try readLeaderSuccession(&table))
-        case .prune: .prune(try readPrune(&table))
-        case nil: .sql(try readSQLJob(&table))
+        let settings: JobSettings = if let builtIn {
+            try builtIn.readSettings(&table, file: file, worker: worker)
+        } else {
+            .sql(try readSQLJob(&table))
         }
         var job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
         job.pingURL = try table.string("ping_url", default: "")
@@ -127,7 +106,7 @@ extension ConfigurationLoader {
             settings: settings)
     }
 
-    private static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
+    static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
         var settings = ExpireContentSettings()
         settings.minLifetime = try table.duration("min_lifetime", default: settings.minLifetime)
         settings.maxLifetime = try table.duration("max_lifetime", default: settings.maxLifetime)
@@ -136,54 +115,6 @@ extension ConfigurationLoader {
         }
         settings.postFullPopularity = try table.integer("post_full_popularity", default: 100, in: 1...Int(Int32.max))
         settings.packFullPopularity = try table.integer("pack_full_popularity", default: 100, in: 1...Int(Int32.max))
-        return settings
-    }
-
-    private static func readLogoutInactive(_ table: inout TableReader) throws(ConfigurationError) -> LogoutInactiveSettings {
-        LogoutInactiveSettings(idleTimeout: try table.duration("idle_timeout", default: .seconds(600), minimum: .seconds(1)))
-    }
-
-    private static func readSendTempPasswords(_ table: inout TableReader, file: String,
-                                              worker: WorkerOptions) throws(ConfigurationError) -> SendTempPasswordsSettings {
-        var settings = SendTempPasswordsSettings()
-        settings.maxPerHour = try table.integer("max_per_hour", default: 3, in: 1...1000)
-        // bcrypt reads at most 72 bytes of a password.
-        settings.tempPasswordLength = try table.integer("temp_password_length", default: 16, in: 12...72)
-        settings.tempPasswordTTL = try table.duration("temp_password_ttl", default: settings.tempPasswordTTL, minimum: .seconds(60))
-        settings.bcryptCost = try table.integer("bcrypt_cost", default: worker.lowFootprint ? 10 : 12, in: 4...31)
-        settings.maxAttempts = try table.integer("max_attempts", default: 5, in: 1...100)
-        settings.templateFile = try table.string("template_file", default: "")
-        if !settings.templateFile.isEmpty {
-            settings.template = try readTemplate(settings.templateFile, relativeTo: file, table: table)
-        }
-        return settings
-    }
-
-    private static func readTemplate(_ path: String, relativeTo file: String, table: TableReader) throws(ConfigurationError) -> MailTemplate {
-        let resolved = path.hasPrefix("/") ? path
-            : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
-        let text: String
-        do {
-            text = try TextFile.read(resolved)
-        } catch {
-            throw table.error("template_file", "cannot read \(resolved) (\(error))")
-        }
-        if text.utf8.contains(0) { throw table.error("template_file", "\(resolved) contains a NUL byte") }
-        switch MailTemplate.parse(text) {
-        case .success(let template): return template
-        case .failure(let problem): throw table.error("template_file", "\(resolved): \(problem.message)")
-        }
-    }
-
-    private static func readLeaderSuccession(_ table: inout TableReader) throws(ConfigurationError) -> LeaderSuccessionSettings {
-        LeaderSuccessionSettings(leaderInactiveAfter: try table.optionalDuration("leader_inactive_after", minimum: .seconds(60)))
-    }
-
-    private static func readPrune(_ table: inout TableReader) throws(ConfigurationError) -> PruneSettings {
-        var settings = PruneSettings()
-        settings.keepHistory = try table.duration("keep_history", default: settings.keepHistory, minimum: .seconds(3600))
-        settings.keepRevokedSessions = try table.duration("keep_revoked_sessions", default: settings.keepRevokedSessions)
-        settings.keepResetRequests = try table.duration("keep_reset_requests", default: settings.keepResetRequests)
         return settings
     }
 

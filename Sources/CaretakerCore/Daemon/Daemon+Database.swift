@@ -72,10 +72,3 @@ extension Daemon {
         IdleMemory.release()
     }
 }
-
-extension Configuration {
-    /// A connector for `[database]`; the password file was readable at start-up, so this only fails if it vanished.
-    func connector() throws -> DatabaseConnector {
-        try DatabaseConnector(options: database)
-    }
-}

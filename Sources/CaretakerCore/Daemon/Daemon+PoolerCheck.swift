@@ -14,7 +14,7 @@ extension Daemon {
         guard let control = pool.control else { return false }
         let verdict: PoolerCheck.Verdict
         do {
-            verdict = try PoolerCheck.probe(control, connector: configuration.connector())
+            verdict = try PoolerCheck.probe(control, connector: connector)
         } catch {
             verdict = .inconclusive(reason: "\(error)")
             if !control.isHealthy { pool.dropAll() }

@@ -45,6 +45,9 @@ public final class Daemon: @unchecked Sendable {
     /// Fixed at start-up: the mode decides how connections are held, so a reload cannot switch it.
     let lowFootprint: Bool
     var configuration: Configuration
+    /// Opens connections with the database password read once, at start and on each reload
+    /// (not on every connection): a SIGHUP picks up a rotated password file.
+    var connector: DatabaseConnector
     var runner: JobRunner
     /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`.
     let monitor: Monitor
@@ -69,6 +72,7 @@ public final class Daemon: @unchecked Sendable {
         self.lowFootprintFlag = lowFootprint
         self.lowFootprint = configuration.worker.lowFootprint
         self.configuration = configuration
+        self.connector = try DatabaseConnector(options: configuration.database)
         self.logger = logger
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
@@ -80,7 +84,7 @@ public final class Daemon: @unchecked Sendable {
                                    open: { throw PostgresError(kind: .connection, message: "not started") },
                                    prepare: { _ in })
         self.scheduler = Scheduler(jobs: [], maxConcurrentJobs: 1, deadlineChecks: false, now: Date(timeIntervalSince1970: 0))
-        pool.open = { [unowned self] in try self.configuration.connector().connect(applicationName: "caretaker") }
+        pool.open = { [unowned self] in try self.connector.connect(applicationName: "caretaker") }
         pool.prepare = { [unowned self] in try self.prepare($0) }
     }
 
@@ -127,8 +131,7 @@ public final class Daemon: @unchecked Sendable {
 
     /// Sleeps until the timeout, an event or a NOTIFY; handles what arrived and feeds the watchdog.
     private func waitForEvents(timeout: Duration?) {
-        let wake = events.wait(timeout: timeout, socket: pool.listenSocket)
-        wake.events.forEach(handle)
+        events.wait(timeout: timeout, socket: pool.listenSocket).forEach(handle)
         drainNotifications()
         feedWatchdog()
     }
@@ -198,7 +201,7 @@ public final class Daemon: @unchecked Sendable {
             logger.info("waiting for running jobs to stop between batches", metadata: ["runs": "\(scheduler.runningCount)"])
         }
         while scheduler.runningCount > 0 {
-            events.wait(timeout: notifier.watchdogInterval).events.forEach(handle)
+            events.wait(timeout: notifier.watchdogInterval).forEach(handle)
             feedWatchdog()
         }
         // Slots that came due while low-footprint mode's only connection was busy.
@@ -220,11 +223,13 @@ public final class Daemon: @unchecked Sendable {
     /// one job at a time) stay those of the running mode too, and the log says so.
     private func reload() {
         let fresh: Configuration
+        let freshConnector: DatabaseConnector
         let mail: (any MailTransport)?
         let ignoredLowFootprint: Bool
         do {
             (fresh, ignoredLowFootprint) = try Self.loadForReload(path: configurationPath, runningLowFootprint: lowFootprint,
                                                                  lowFootprintFlag: lowFootprintFlag)
+            freshConnector = try DatabaseConnector(options: fresh.database)
             mail = try MailSetup.transport(for: fresh.jobs.filter(\.enabled), configuration: fresh)
         } catch {
             logger.error("configuration reload failed; keeping the previous configuration",
@@ -240,6 +245,7 @@ public final class Daemon: @unchecked Sendable {
         let databaseChanged = fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
         configuration = fresh
+        connector = freshConnector
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger, observer: monitor)
         monitor.reload(configuration)
         idleMemoryReleased = false

@@ -36,23 +36,17 @@ final class EventQueue<Event: Sendable>: Sendable {
         _ = write(writeEnd, &byte, 1)
     }
 
-    /// What woke the waiter.
-    struct Wake {
-        var events: [Event]
-        /// The extra descriptor (the LISTEN socket) is readable.
-        var socketReadable: Bool
-    }
-
-    /// Waits up to `timeout` (nil: forever) for events or for `socket` to become readable.
-    func wait(timeout: Duration?, socket: Int32? = nil) -> Wake {
-        if let ready = takeIfAny() { return Wake(events: ready, socketReadable: false) }
+    /// Waits up to `timeout` (nil: forever) for events or for `socket` to become readable,
+    /// and returns the events queued by then (none when the socket or the timeout woke it:
+    /// the caller reads the socket and its clock itself).
+    func wait(timeout: Duration?, socket: Int32? = nil) -> [Event] {
+        if let ready = takeIfAny() { return ready }
         var descriptors = [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
         if let socket { descriptors.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
         let milliseconds: Int32 = timeout.map { Int32(clamping: max(0, ($0.microseconds + 999) / 1000)) } ?? -1
         _ = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         drainPipe()
-        let readable = descriptors.count > 1 && descriptors[1].revents != 0
-        return Wake(events: takeIfAny() ?? [], socketReadable: readable)
+        return takeIfAny() ?? []
     }
 
     private func takeIfAny() -> [Event]? {

@@ -10,17 +10,3 @@ public protocol Job: Sendable {
 public struct JobInterrupted: Error, Sendable {
     public let stats: JobStats
 }
-
-extension JobConfiguration {
-    /// The job that carries out this configuration.
-    public func makeJob(mail: (any MailTransport)?, mailOptions: MailOptions) -> any Job {
-        switch settings {
-        case .expireContent(let settings): ExpireContent(settings: settings)
-        case .logoutInactive(let settings): LogoutInactive(settings: settings)
-        case .sendTempPasswords(let settings): SendTempPasswords(settings: settings, mail: mail, mailOptions: mailOptions)
-        case .leaderSuccession(let settings): LeaderSuccession(settings: settings)
-        case .prune(let settings): Prune(settings: settings)
-        case .sql(let settings): OperatorSQL(settings: settings)
-        }
-    }
-}

@@ -45,18 +45,3 @@ extension LeaderSuccession {
     /// The migrations' triggers on members, communities and users NOTIFY this channel.
     static let notifyChannel = "caretaker_leader_succession"
 }
-
-extension JobConfiguration {
-    /// What wakes this job besides its schedule.
-    public var wakeups: JobWakeups {
-        switch settings {
-        case .sendTempPasswords: JobWakeups(notifyChannel: SendTempPasswords.notifyChannel)
-        case .leaderSuccession: JobWakeups(notifyChannel: LeaderSuccession.notifyChannel)
-        case .logoutInactive(let settings):
-            JobWakeups(nextDeadline: { connection, schema, since in
-                try LogoutInactive.deadlines(connection, schema: schema, idleTimeout: settings.idleTimeout, since: since)
-            }, deadlineLookahead: settings.idleTimeout)
-        case .expireContent, .prune, .sql: .scheduleOnly
-        }
-    }
-}

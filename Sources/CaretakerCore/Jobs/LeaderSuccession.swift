@@ -258,3 +258,16 @@ struct LeaderSuccessionQueries {
         """
     }
 }
+
+/// `[jobs.leader-succession]`'s own keys.
+public struct LeaderSuccessionSettings: Sendable {
+    /// `nil`: leaders are never replaced for inactivity.
+    public var leaderInactiveAfter: Duration? = nil
+}
+
+extension LeaderSuccessionSettings {
+    /// Reads them from the job's table, with their defaults and bounds.
+    init(reading table: inout TableReader) throws(ConfigurationError) {
+        leaderInactiveAfter = try table.optionalDuration("leader_inactive_after", minimum: .seconds(60))
+    }
+}

@@ -86,3 +86,15 @@ struct LogoutInactive: Job {
         return DeadlineAnswer(stuck: row?.bool("stuck") == true && since != nil, secondsUntilNext: row?.double("wait"))
     }
 }
+
+/// `[jobs.logout-inactive]`'s own keys.
+public struct LogoutInactiveSettings: Sendable {
+    public var idleTimeout: Duration = .seconds(600)
+}
+
+extension LogoutInactiveSettings {
+    /// Reads them from the job's table, with their defaults and bounds.
+    init(reading table: inout TableReader) throws(ConfigurationError) {
+        idleTimeout = try table.duration("idle_timeout", default: .seconds(600), minimum: .seconds(1))
+    }
+}

@@ -78,3 +78,19 @@ struct Prune: Job {
                   AND (later.started_at, later.id) > (job_runs.started_at, job_runs.id))
         """
 }
+
+/// `[jobs.prune]`'s own keys.
+public struct PruneSettings: Sendable {
+    public var keepHistory: Duration = .seconds(30 * 86400)
+    public var keepRevokedSessions: Duration = .seconds(30 * 86400)
+    public var keepResetRequests: Duration = .seconds(30 * 86400)
+}
+
+extension PruneSettings {
+    /// Reads them from the job's table, with their defaults and bounds.
+    init(reading table: inout TableReader) throws(ConfigurationError) {
+        keepHistory = try table.duration("keep_history", default: keepHistory, minimum: .seconds(3600))
+        keepRevokedSessions = try table.duration("keep_revoked_sessions", default: keepRevokedSessions)
+        keepResetRequests = try table.duration("keep_reset_requests", default: keepResetRequests)
+    }
+}

@@ -14,8 +14,7 @@ public enum MailSetup {
     /// `ConfigurationError` naming the `[mail]` key (exit 78).
     public static func transport(for jobs: [JobConfiguration], configuration: Configuration,
                                  environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> (any MailTransport)? {
-        let sendsMail = jobs.contains { if case .sendTempPasswords = $0.settings { true } else { false } }
-        guard sendsMail else { return nil }
+        guard jobs.contains(where: { $0.builtIn?.sendsMail == true }) else { return nil }
         do {
             return try transport(configuration.mail, environment: environment)
         } catch let error as SecretError {

@@ -1,3 +1,5 @@
+import Postgres
+
 /// One versioned step of the schema, embedded in the binary.
 ///
 /// `sql` may contain `{{app}}`, replaced by the quoted `database.app_schema`
@@ -41,9 +43,4 @@ public struct ConcurrentIndex: Sendable {
     public let name: String
     /// What follows the name, e.g. `ON {{app}}.posts (created_at, id)`.
     public let definition: String
-}
-
-/// Quotes an identifier that comes from configuration (`"my schema"` → `"my schema"`, `a"b` → `"a""b"`).
-public func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacing("\"", with: "\"\"") + "\""
 }

@@ -40,12 +40,12 @@ public struct RuntimeGrants: Sendable {
         var appTables: [String: TablePrivileges] = [:]
         var covered: [String] = []
         for job in jobs where job.enabled {
-            if case .sql = job.settings { continue }
+            guard let builtIn = job.builtIn else { continue }
             covered.append(job.name)
-            for (table, privileges) in Self.needs(of: job.settings) {
+            for (table, privileges) in builtIn.appTablePrivileges {
                 appTables[table, default: TablePrivileges()].merge(privileges)
             }
-            if case .prune = job.settings {
+            if builtIn.deletesRunHistory {
                 caretakerTables["job_runs"]?.delete = true
                 caretakerTables["job_slots"]?.delete = true
             }
@@ -69,49 +69,6 @@ public struct RuntimeGrants: Sendable {
     /// The app tables every migration knows (the reference schema of SPEC §1).
     static let referenceTables = ["users", "sessions", "packs", "pack_members", "posts", "password_reset_requests",
                             "communities", "community_members", "community_leader_changes"]
-
-    /// What one built-in job reads and writes, per app table; the SQL is in `Jobs/`.
-    static func needs(of settings: JobSettings) -> [String: TablePrivileges] {
-        switch settings {
-        case .expireContent:
-            return [
-                "packs": TablePrivileges(select: ["id", "created_at", "is_admin"], delete: true, lockColumn: "id"),
-                "pack_members": TablePrivileges(select: ["pack_id"]),
-                "posts": TablePrivileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
-            ]
-        case .logoutInactive:
-            return ["sessions": TablePrivileges(select: ["id", "last_seen_at", "revoked_at"],
-                                                update: ["revoked_at", "revoked_reason"])]
-        case .sendTempPasswords:
-            return [
-                "users": TablePrivileges(
-                    select: ["id", "email", "display_name", "deleted_at",
-                             "temp_password_hash", "temp_password_expires_at", "must_change_password"],
-                    update: ["temp_password_hash", "temp_password_expires_at", "must_change_password"]),
-                "password_reset_requests": TablePrivileges(
-                    select: ["id", "email", "requested_at", "status", "attempts", "next_attempt_at", "sent_at", "last_error"],
-                    update: ["status", "attempts", "next_attempt_at", "sent_at", "last_error"]),
-            ]
-        case .leaderSuccession:
-            return [
-                "communities": TablePrivileges(select: ["id", "leader_id", "successor_id", "archived_at"],
-                                               update: ["leader_id", "successor_id", "archived_at"]),
-                "community_members": TablePrivileges(select: ["community_id", "user_id", "joined_at"],
-                                                     lockColumn: "community_id"),
-                "users": TablePrivileges(select: ["id", "deleted_at", "created_at"], lockColumn: "id"),
-                "sessions": TablePrivileges(select: ["user_id", "last_seen_at"]),
-                "community_leader_changes": TablePrivileges(
-                    insert: ["community_id", "previous_leader_id", "new_leader_id", "reason", "chosen_by", "run_id"]),
-            ]
-        case .prune:
-            return [
-                "sessions": TablePrivileges(select: ["id", "revoked_at"], delete: true),
-                "password_reset_requests": TablePrivileges(select: ["id", "status", "requested_at"], delete: true),
-            ]
-        case .sql:
-            return [:]
-        }
-    }
 
     /// The statements, in order, with every identifier quoted: schema usage, then per
     /// table a revoke of everything and the grants.

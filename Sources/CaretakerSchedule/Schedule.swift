@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CaretakerText
 
 /// When a job is due: a 5-field cron expression, a macro such as `@daily`, or `@every 90s`.
 ///

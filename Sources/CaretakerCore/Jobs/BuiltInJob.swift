@@ -1,0 +1,133 @@
+/// The catalogue of built-in jobs: the one place that lists them and says what the
+/// rest of caretaker needs to know about each. The configuration loader, the runner,
+/// the daemon's wake-ups, `MailSetup`, `migrate --grant` (`RuntimeGrants`) and the
+/// dashboard ask it. A new job is a case here; the compiler then names every switch
+/// to fill in. See `docs/adding-a-job.md`.
+public enum BuiltInJob: String, Sendable, CaseIterable {
+    // In the order `jobs` and `once --all` list them.
+    case expireContent = "expire-content"
+    case logoutInactive = "logout-inactive"
+    case sendTempPasswords = "send-temp-passwords"
+    case leaderSuccession = "leader-succession"
+    case prune = "prune"
+
+    /// The built-in job `settings` configure; nil for an operator SQL job.
+    public init?(_ settings: JobSettings) {
+        switch settings {
+        case .expireContent: self = .expireContent
+        case .logoutInactive: self = .logoutInactive
+        case .sendTempPasswords: self = .sendTempPasswords
+        case .leaderSuccession: self = .leaderSuccession
+        case .prune: self = .prune
+        case .sql: return nil
+        }
+    }
+
+    /// Default schedules from SPEC §3 and §8.
+    var defaultSchedule: String {
+        switch self {
+        case .expireContent, .leaderSuccession: "*/5 * * * *"
+        case .logoutInactive, .sendTempPasswords: "@every 1m"
+        case .prune: "@daily"
+        }
+    }
+
+    /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's);
+    /// each settings type reads itself in its job's file, expire-content's in the loader.
+    func readSettings(_ table: inout TableReader, file: String, worker: WorkerOptions) throws(ConfigurationError) -> JobSettings {
+        switch self {
+        case .expireContent: .expireContent(try ConfigurationLoader.readExpireContent(&table))
+        case .logoutInactive: .logoutInactive(try LogoutInactiveSettings(reading: &table))
+        case .sendTempPasswords: .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))
+        case .leaderSuccession: .leaderSuccession(try LeaderSuccessionSettings(reading: &table))
+        case .prune: .prune(try PruneSettings(reading: &table))
+        }
+    }
+
+    /// The job sends mail: the transport (and its password) is set up only when such a job is enabled.
+    public var sendsMail: Bool { self == .sendTempPasswords }
+
+    /// The job deletes caretaker's own history (`job_runs`, `job_slots`), so the runtime role needs DELETE there.
+    var deletesRunHistory: Bool { self == .prune }
+
+    /// What the job reads and writes, per app table, for `migrate --grant`; the SQL is in the job's file.
+    var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] {
+        typealias Privileges = RuntimeGrants.TablePrivileges
+        switch self {
+        case .expireContent:
+            return [
+                "packs": Privileges(select: ["id", "created_at", "is_admin"], delete: true, lockColumn: "id"),
+                "pack_members": Privileges(select: ["pack_id"]),
+                "posts": Privileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
+            ]
+        case .logoutInactive:
+            return ["sessions": Privileges(select: ["id", "last_seen_at", "revoked_at"], update: ["revoked_at", "revoked_reason"])]
+        case .sendTempPasswords:
+            return [
+                "users": Privileges(
+                    select: ["id", "email", "display_name", "deleted_at",
+                             "temp_password_hash", "temp_password_expires_at", "must_change_password"],
+                    update: ["temp_password_hash", "temp_password_expires_at", "must_change_password"]),
+                "password_reset_requests": Privileges(
+                    select: ["id", "email", "requested_at", "status", "attempts", "next_attempt_at", "sent_at", "last_error"],
+                    update: ["status", "attempts", "next_attempt_at", "sent_at", "last_error"]),
+            ]
+        case .leaderSuccession:
+            return [
+                "communities": Privileges(select: ["id", "leader_id", "successor_id", "archived_at"],
+                                          update: ["leader_id", "successor_id", "archived_at"]),
+                "community_members": Privileges(select: ["community_id", "user_id", "joined_at"], lockColumn: "community_id"),
+                "users": Privileges(select: ["id", "deleted_at", "created_at"], lockColumn: "id"),
+                "sessions": Privileges(select: ["user_id", "last_seen_at"]),
+                "community_leader_changes": Privileges(
+                    insert: ["community_id", "previous_leader_id", "new_leader_id", "reason", "chosen_by", "run_id"]),
+            ]
+        case .prune:
+            return [
+                "sessions": Privileges(select: ["id", "revoked_at"], delete: true),
+                "password_reset_requests": Privileges(select: ["id", "status", "requested_at"], delete: true),
+            ]
+        }
+    }
+
+    /// The counters of the job's stats that the dashboard's overview charts.
+    public var chartedCounters: [String] {
+        switch self {
+        case .expireContent: ["posts_deleted", "packs_deleted"]
+        case .logoutInactive: ["sessions_revoked"]
+        case .sendTempPasswords: ["sent", "failed"]
+        case .leaderSuccession: ["leaders_appointed"]
+        case .prune: ["runs_deleted"]
+        }
+    }
+}
+
+extension JobConfiguration {
+    /// The built-in job this is; nil for an operator SQL job.
+    public var builtIn: BuiltInJob? { BuiltInJob(settings) }
+
+    /// The job that carries out this configuration.
+    public func makeJob(mail: (any MailTransport)?, mailOptions: MailOptions) -> any Job {
+        switch settings {
+        case .expireContent(let settings): ExpireContent(settings: settings)
+        case .logoutInactive(let settings): LogoutInactive(settings: settings)
+        case .sendTempPasswords(let settings): SendTempPasswords(settings: settings, mail: mail, mailOptions: mailOptions)
+        case .leaderSuccession(let settings): LeaderSuccession(settings: settings)
+        case .prune(let settings): Prune(settings: settings)
+        case .sql(let settings): OperatorSQL(settings: settings)
+        }
+    }
+
+    /// What wakes this job besides its schedule (the migrations' NOTIFY triggers use the same channel constants).
+    public var wakeups: JobWakeups {
+        switch settings {
+        case .sendTempPasswords: JobWakeups(notifyChannel: SendTempPasswords.notifyChannel)
+        case .leaderSuccession: JobWakeups(notifyChannel: LeaderSuccession.notifyChannel)
+        case .logoutInactive(let settings):
+            JobWakeups(nextDeadline: { connection, schema, since in
+                try LogoutInactive.deadlines(connection, schema: schema, idleTimeout: settings.idleTimeout, since: since)
+            }, deadlineLookahead: settings.idleTimeout)
+        case .expireContent, .prune, .sql: .scheduleOnly
+        }
+    }
+}
