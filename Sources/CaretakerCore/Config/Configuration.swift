@@ -92,6 +92,13 @@ public struct JobConfiguration: Sendable {
     public var maxRetries: Int
     /// When `check` calls the job stale; `nil` means three of its periods.
     public var staleAfter: Duration?
+    /// WAL bytes per second the job's batches may write (`max_wal_rate`); `nil`: no budget.
+    public var maxWALRate: Int64?
+    /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
+    public var maxReplicaLag: Duration?
+    /// `false`: the job's batches commit with `synchronous_commit = off` (expire-content's
+    /// default: its work is idempotent, a batch lost in a crash is redone next run).
+    public var synchronousCommit: Bool
     public var settings: JobSettings
 
     /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).
@@ -111,6 +118,15 @@ public enum JobSettings: Sendable {
     case leaderSuccession(LeaderSuccessionSettings)
     case prune(PruneSettings)
     case sql(SQLJobSettings)
+}
+
+extension JobSettings {
+    /// Work that a crash may undo without harm because the next run redoes it:
+    /// such a job commits its batches without waiting for the WAL flush by default.
+    var isIdempotentBulkWork: Bool {
+        if case .expireContent = self { return true }
+        return false
+    }
 }
 
 public struct ExpireContentSettings: Sendable {

@@ -53,6 +53,7 @@ struct ExpireContent: Job {
                 try sweepPosts(context, queries, pages: pages, &progress)
             }
         }
+        progress.stats.add("wal_bytes", Int(context.walBytes))
         return try context.finish(progress.stats)
     }
 

@@ -1,0 +1,123 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// How `expire-content` spares the app while a backlog goes: its WAL budget, its
+/// commits without the WAL flush, and a streaming standby's replay lag.
+@Suite struct GentleExpiryTests {
+    /// A database with `count` posts past the maximum lifetime in an admin pack.
+    static func backlog(_ count: Int, _ test: String = #function) throws -> TestDatabase {
+        let db = try TestDatabase(test)
+        let admin = try db.connection.query("""
+            INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '100 days') RETURNING id
+            """).first!.int64("id")!
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at, body)
+            SELECT $1, 0, now() - interval '3 days' - g * interval '1 second', repeat('post body ', 12)
+            FROM generate_series(1, $2::int) g
+            """, admin, count)
+        return db
+    }
+
+    @Test("a WAL budget smaller than what the batches write makes the run pause between them (throttled_ms)")
+    func walBudgetEngages() throws {
+        let db = try Self.backlog(400)
+        // max_runtime: the budget counts all WAL written while a batch runs, and tests
+        // running beside this one write megabytes at a time (CREATE DATABASE).
+        let stats = try db.runSucceeding("expire-content", """
+            [jobs.expire-content]
+            batch_size = 100
+            max_wal_rate = "32kB/s"
+            max_runtime = "5s"
+            """)
+        #expect(stats["posts_deleted"] >= 100)
+        #expect(stats["wal_bytes"] > 0, "\(stats)")
+        // Each batch of 100 deletions writes several kB; at 16 kB/s the next one waits.
+        #expect(stats["throttled_ms"] > 0, "\(stats)")
+    }
+
+    @Test("without a WAL budget, or with one the batches stay under, the run never pauses for WAL")
+    func walBudgetIdle() throws {
+        for budget in ["\"\"", "\"1GB/s\""] {
+            let db = try Self.backlog(400, "walBudgetIdle\(budget.count)")
+            let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \(budget)\n")
+            #expect(stats["posts_deleted"] == 400)
+            #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "max_wal_rate = \(budget): \(stats)")
+        }
+    }
+
+    /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.
+    func synchronousCommitSeen(_ extra: String, _ test: String = #function) throws -> [String] {
+        let db = try Self.backlog(50, test)
+        // The database's default is on, so only caretaker's own batch setting can turn it off.
+        try db.connection.execute(script: """
+            ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
+            CREATE TABLE seen (setting text);
+            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit')); RETURN NULL; END $$;
+            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+            """)
+        #expect(try db.runSucceeding("expire-content", extra)["posts_deleted"] == 50)
+        let after = try TemporaryPostgres.shared.connect(database: db.name)
+        #expect(try after.query("SHOW synchronous_commit").first?[0] == "on", "the database default changed")
+        return try db.connection.query("SELECT DISTINCT setting FROM seen").rows.compactMap { $0[0] }
+    }
+
+    @Test("expire-content's batches commit with synchronous_commit = off by default (SHOW inside a batch)")
+    func asynchronousCommitByDefault() throws {
+        #expect(try synchronousCommitSeen("") == ["off"])
+    }
+
+    @Test("synchronous_commit = true keeps the database's durable commits in the batches")
+    func synchronousCommitOn() throws {
+        #expect(try synchronousCommitSeen("[jobs.expire-content]\nsynchronous_commit = true\n") == ["on"])
+    }
+
+    @Test("a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
+    func replicaLag() async throws {
+        let db = try Self.backlog(0)
+        let server = TemporaryPostgres.shared
+        let standby = try Connection(.init(conninfo: try server.standbyConninfo(database: db.name), applicationName: "test"))
+        // Replay stops; the backlog arrives; the standby receives it but does not apply it.
+        try standby.query("SELECT pg_wal_replay_pause()")
+        defer { _ = try? standby.query("SELECT pg_wal_replay_resume()") }
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 300)
+            """)
+        // Until the primary reports a replay lag over the limit (each write brings a reply from the standby).
+        var lagging = false
+        for _ in 0..<100 where !lagging {
+            try await Task.sleep(for: .milliseconds(100))
+            try db.connection.query("SELECT pg_logical_emit_message(false, 'caretaker-test', 'tick')")
+            lagging = try db.count("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'") > 0
+        }
+        #expect(lagging, "the standby never reported a replay lag")
+        // On a thread of its own: the run below blocks this one.
+        let standbyConninfo = try server.standbyConninfo(database: db.name)
+        let resumed = Thread {
+            Thread.sleep(forTimeInterval: 2)
+            let again = try? Connection(.init(conninfo: standbyConninfo, applicationName: "test"))
+            _ = try? again?.query("SELECT pg_wal_replay_resume()")
+        }
+        resumed.start()
+        let stats = try db.runSucceeding("expire-content", """
+            [jobs.expire-content]
+            batch_size = 100
+            max_replica_lag = "200ms"
+            """)
+        #expect(stats["posts_deleted"] == 300)
+        // The run could not go on before replay resumed, well after its first batch.
+        #expect(stats["replica_wait_ms"] >= 1000, "\(stats)")
+    }
+
+    @Test("max_replica_lag = \"\" does not look at the standbys")
+    func replicaLagOff() throws {
+        let db = try Self.backlog(300)
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_replica_lag = \"\"\n")
+        #expect(stats["posts_deleted"] == 300)
+        #expect(!stats.counters.contains { $0.name == "replica_wait_ms" }, "\(stats)")
+    }
+}
