@@ -62,6 +62,7 @@ import Testing
         #expect(configuration.worker.maxConcurrentJobs == 1)
         #expect(configuration.worker.batchPause == .milliseconds(100))
         #expect(configuration.job(named: "expire-content")?.batchSize == 200)
+        #expect(configuration.job(named: "expire-content")?.maxWALRate == 16 << 20)
         guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
             Issue.record("wrong settings"); return
         }

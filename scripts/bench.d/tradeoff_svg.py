@@ -17,7 +17,7 @@ W, H, left, right, top, bottom = 900, 460, 70, 350, 40, 50
 pw, ph = W - left - right, H - top - bottom
 x_max = max([p[2] for p in points] + [1]) * 1.1
 # The ratio on a log scale: gentle variants sit near 1, a harsh one may reach 100.
-y_lo, y_hi = 0.5, max([p[1] for p in points] + [4]) * 1.5
+y_lo, y_hi = min([0.5] + [p[1] / 1.5 for p in points]), max([p[1] for p in points] + [4]) * 1.5
 ly = lambda v: top + ph - ph * (math.log(max(v, y_lo)) - math.log(y_lo)) / (math.log(y_hi) - math.log(y_lo))
 lx = lambda v: left + pw * v / x_max
 
@@ -53,7 +53,8 @@ for i, (label, ratio, rate) in enumerate(points):
              else f'<circle cx="{lx(rate):.1f}" cy="{ly(ratio):.1f}" r="5" fill="{c}"/>')
     out.append(shape)
     ly_legend = top + 10 + 18 * i
-    out.append(f'<circle cx="{W - right + 16}" cy="{ly_legend}" r="5" fill="{c}"/>')
+    out.append(f'<rect x="{W - right + 11}" y="{ly_legend - 5}" width="10" height="10" fill="{c}"/>' if label == "single DELETE"
+               else f'<circle cx="{W - right + 16}" cy="{ly_legend}" r="5" fill="{c}"/>')
     out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratio:.2f}×, {rate:.0f}k/s</text>')
 out.append('</svg>')
 with open(sys.argv[2], "w") as f:

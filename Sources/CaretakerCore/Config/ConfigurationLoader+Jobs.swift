@@ -26,8 +26,10 @@ extension ConfigurationLoader {
     /// Default rows per transaction; low-footprint mode uses `lowFootprintBatchSize`.
     static let defaultBatchSize = 1000
     static let lowFootprintBatchSize = 200
-    /// `max_wal_rate`: what a backlog's batches may write per second (BENCHMARKS.md, C1).
+    /// `max_wal_rate`: what a backlog's batches may write per second (BENCHMARKS.md, C1);
+    /// in low-footprint mode what an SD card takes without holding up the app's commits.
     static let defaultMaxWALRate: Int64 = 64 << 20
+    static let lowFootprintMaxWALRate: Int64 = 16 << 20
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
 
@@ -124,7 +126,8 @@ extension ConfigurationLoader {
             catchUp: try table.bool("catch_up", default: true),
             maxRetries: try table.integer("max_retries", default: 3, in: 0...100),
             staleAfter: try table.optionalDuration("stale_after", minimum: .seconds(1)),
-            maxWALRate: try table.optionalRate("max_wal_rate", default: defaultMaxWALRate),
+            maxWALRate: try table.optionalRate("max_wal_rate",
+                                               default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
             maxReplicaLag: try table.optionalDuration("max_replica_lag", default: defaultMaxReplicaLag,
                                                       minimum: .milliseconds(1)),
             synchronousCommit: try table.bool("synchronous_commit", default: !settings.isIdempotentBulkWork),
