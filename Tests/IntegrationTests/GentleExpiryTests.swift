@@ -1,6 +1,7 @@
 import CaretakerCore
 import CaretakerTestSupport
 import Foundation
+import Logging
 import Postgres
 import Testing
 
@@ -38,14 +39,12 @@ import Testing
         #expect(stats["throttled_ms"] > 0, "\(stats)")
     }
 
-    @Test("without a WAL budget, or with one the batches stay under, the run never pauses for WAL")
-    func walBudgetIdle() throws {
-        for budget in ["\"\"", "\"1GB/s\""] {
-            let db = try Self.backlog(400, "walBudgetIdle\(budget.count)")
-            let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \(budget)\n")
-            #expect(stats["posts_deleted"] == 400)
-            #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "max_wal_rate = \(budget): \(stats)")
-        }
+    @Test("without a WAL budget the run never pauses for WAL")
+    func walBudgetOff() throws {
+        let db = try Self.backlog(400)
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"\"\n")
+        #expect(stats["posts_deleted"] == 400)
+        #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "\(stats)")
     }
 
     /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.
@@ -76,38 +75,54 @@ import Testing
     }
 
     @Test("a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
-    func replicaLag() async throws {
-        let db = try Self.backlog(0)
-        let server = TemporaryPostgres.shared
-        let standby = try Connection(.init(conninfo: try server.standbyConninfo(database: db.name), applicationName: "test"))
+    func replicaLag() throws {
+        // A cluster of its own: pausing the shared standby's replay would hold every
+        // other test's run (max_replica_lag is on by default).
+        let server = try TemporaryPostgres()
+        defer { try? server.stop() }
+        let name = try server.makeDatabase()
+        let primary = try server.connect(database: name)
+        let standbyConninfo = try server.standbyConninfo(database: name)
+        let standby = try Connection(.init(conninfo: standbyConninfo, applicationName: "test"))
         // Replay stops; the backlog arrives; the standby receives it but does not apply it.
         try standby.query("SELECT pg_wal_replay_pause()")
         defer { _ = try? standby.query("SELECT pg_wal_replay_resume()") }
-        try db.connection.query("""
+        try primary.query("""
+            WITH admin AS (INSERT INTO packs (name, is_admin) VALUES ('admin', true) RETURNING id)
             INSERT INTO posts (pack_id, likes, created_at)
-            SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 300)
+            SELECT (SELECT id FROM admin), 0, now() - interval '3 days' FROM generate_series(1, 300)
             """)
-        // Until the primary reports a replay lag over the limit (each write brings a reply from the standby).
+        // Until the primary reports a replay lag over the limit (each write brings a reply).
         var lagging = false
         for _ in 0..<100 where !lagging {
-            try await Task.sleep(for: .milliseconds(100))
-            try db.connection.query("SELECT pg_logical_emit_message(false, 'caretaker-test', 'tick')")
-            lagging = try db.count("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'") > 0
+            Thread.sleep(forTimeInterval: 0.1)
+            try primary.query("SELECT pg_logical_emit_message(false, 'caretaker-test', 'tick')")
+            lagging = try primary.query("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'")
+                .first?[0] != "0"
         }
         #expect(lagging, "the standby never reported a replay lag")
         // On a thread of its own: the run below blocks this one.
-        let standbyConninfo = try server.standbyConninfo(database: db.name)
         let resumed = Thread {
             Thread.sleep(forTimeInterval: 2)
             let again = try? Connection(.init(conninfo: standbyConninfo, applicationName: "test"))
             _ = try? again?.query("SELECT pg_wal_replay_resume()")
         }
         resumed.start()
-        let stats = try db.runSucceeding("expire-content", """
+        let configuration = try ConfigurationLoader.parse("""
+            [database]
+            url = "\(server.conninfo(database: name))"
             [jobs.expire-content]
             batch_size = 100
             max_replica_lag = "200ms"
-            """)
+            """, file: "test.toml")
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing()) }
+        let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
+            .run(.init(job: configuration.job(named: "expire-content")!, trigger: .manual, dryRun: false),
+                 on: try server.connect(database: name))
+        guard case .finished(_, .succeeded, let stats, _) = outcome else {
+            Issue.record("the run did not succeed: \(outcome)")
+            return
+        }
         #expect(stats["posts_deleted"] == 300)
         // The run could not go on before replay resumed, well after its first batch.
         #expect(stats["replica_wait_ms"] >= 1000, "\(stats)")

@@ -117,21 +117,25 @@ public final class JobContext: @unchecked Sendable {
 
     /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
     public private(set) var walBytes: Int64 = 0
+    /// WAL the latest batch wrote, in bytes.
+    public private(set) var lastBatchWAL: Int64 = 0
     private var walPacer: WALPacer?
     /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
     private var walEnd: Int64 = 0
     private var throttled: Duration = .zero
     private var waitedForReplicas: Duration = .zero
     private var warnedHiddenReplicas = false
+    private var toldOfLaggingReplica = false
 
     /// Books a batch's WAL (positions read at its start and just before its commit) on the budget.
     private func spent(from start: QueryResult, to end: QueryResult, at committed: ContinuousClock.Instant) {
         guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
         walEnd = to
-        walBytes += max(0, to - from)
+        lastBatchWAL = max(0, to - from)
+        walBytes += lastBatchWAL
         guard let rate = job.maxWALRate else { return }
         if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
-        walPacer?.spend(max(0, to - from), at: committed)
+        walPacer?.spend(lastBatchWAL, at: committed)
     }
 
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
@@ -170,6 +174,11 @@ public final class JobContext: @unchecked Sendable {
                     """)
             }
             guard lag.int("behind") ?? 0 > 0 else { break }
+            if !toldOfLaggingReplica {
+                toldOfLaggingReplica = true
+                logger.info("a standby replays further behind than max_replica_lag; batches wait for it",
+                            metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+            }
             OSThread.sleep(for: Self.replicaPoll)
         }
         waitedForReplicas += ContinuousClock.now - started
