@@ -74,6 +74,56 @@ import Testing
         #expect(try synchronousCommitSeen("[jobs.expire-content]\nsynchronous_commit = true\n") == ["on"])
     }
 
+    /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
+    static func run(_ job: String, conninfo: String, _ extra: String = "") throws -> JobStats? {
+        let configuration = try ConfigurationLoader.parse("[database]\nurl = \"\(conninfo)\"\n" + extra, file: "test.toml")
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing()) }
+        let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
+            .run(.init(job: configuration.job(named: job)!, trigger: .manual, dryRun: false),
+                 on: try Connection(.init(conninfo: conninfo, applicationName: "test")))
+        guard case .finished(_, .succeeded, let stats, _) = outcome else {
+            Issue.record("\(job) did not succeed: \(outcome)")
+            return nil
+        }
+        return stats
+    }
+
+    @Test("a sweep compresses its full page images when the role may set wal_compression, and only then")
+    func walCompression() throws {
+        let db = try TestDatabase()
+        let role = "plain_" + db.name
+        try db.connection.execute(script: """
+            INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '9 days');
+            CREATE TABLE seen (setting text);
+            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO seen VALUES (current_setting('wal_compression')); RETURN NULL; END $$;
+            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+            CREATE ROLE "\(role)" LOGIN;
+            GRANT USAGE ON SCHEMA public, caretaker TO "\(role)";
+            GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(role)";
+            GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
+            """)
+        /// A backlog large enough for the sweep; the settings its DELETEs ran with.
+        func sweep(as user: String) throws -> [String] {
+            try db.connection.execute(script: """
+                TRUNCATE seen;
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
+                FROM generate_series(1, 150000);
+                """)
+            try db.connection.query("VACUUM ANALYZE posts")
+            let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing("user=postgres", with: "user=\(user)")
+            let stats = try #require(try Self.run("expire-content", conninfo: conninfo))
+            #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
+            return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
+        }
+        // The first batch, on the index path, comes before the sweep and its compression.
+        #expect(try sweep(as: "postgres").contains("lz4"))
+        #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
+        try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
+        #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
+    }
+
     @Test("a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
     func replicaLag() throws {
         // A cluster of its own: pausing the shared standby's replay would hold every
@@ -108,21 +158,11 @@ import Testing
             _ = try? again?.query("SELECT pg_wal_replay_resume()")
         }
         resumed.start()
-        let configuration = try ConfigurationLoader.parse("""
-            [database]
-            url = "\(server.conninfo(database: name))"
+        let stats = try #require(try Self.run("expire-content", conninfo: server.conninfo(database: name), """
             [jobs.expire-content]
             batch_size = 100
             max_replica_lag = "200ms"
-            """, file: "test.toml")
-        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing()) }
-        let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
-            .run(.init(job: configuration.job(named: "expire-content")!, trigger: .manual, dryRun: false),
-                 on: try server.connect(database: name))
-        guard case .finished(_, .succeeded, let stats, _) = outcome else {
-            Issue.record("the run did not succeed: \(outcome)")
-            return
-        }
+            """))
         #expect(stats["posts_deleted"] == 300)
         // The run could not go on before replay resumed, well after its first batch.
         #expect(stats["replica_wait_ms"] >= 1000, "\(stats)")

@@ -101,16 +101,45 @@ public final class JobContext: @unchecked Sendable {
         var parameters: [any PostgresBindable] = [
             Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
             Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))]
-        var asynchronous = ""
+        var settings = ""
         if !job.synchronousCommit {
-            asynchronous = ", set_config('synchronous_commit', $4, true)"
             parameters.append("off")
+            settings += ", set_config('synchronous_commit', $\(parameters.count), true)"
+        }
+        if let walCompression {
+            parameters.append(walCompression)
+            settings += ", set_config('wal_compression', $\(parameters.count), true)"
         }
         return .init("""
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
-                   set_config('idle_in_transaction_session_timeout', $3, true)\(asynchronous),
+                   set_config('idle_in_transaction_session_timeout', $3, true)\(settings),
                    pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
             """, parameters)
+    }
+
+    /// The `wal_compression` method the batches set, once `compressFullPageImages()` found one allowed.
+    public private(set) var walCompression: String?
+
+    /// For bulk work (a backlog's sweep): from now on the batches compress the full
+    /// page images they write (`wal_compression`, for their transaction only), with
+    /// `lz4` where the server has it, else `pglz`, when this role may set it (a
+    /// superuser, or `GRANT SET ON PARAMETER wal_compression` on PostgreSQL 15).
+    /// Most of a bulk delete's WAL is the first change of each page after a
+    /// checkpoint, a full image of it; compressed, the same budget deletes more.
+    /// Returns the method, or nil when none may be set (nothing changes then).
+    @discardableResult
+    public func compressFullPageImages() -> String? {
+        guard walCompression == nil else { return walCompression }
+        for method in ["lz4", "pglz"] {
+            guard (try? connection.query("BEGIN")) != nil else { return nil }
+            let allowed = (try? connection.query("SELECT set_config('wal_compression', $1, true)", method)) != nil
+            _ = try? connection.query("ROLLBACK")
+            if allowed {
+                walCompression = method
+                return method
+            }
+        }
+        return nil
     }
 
     // MARK: Sparing the app: WAL budget and replica lag
