@@ -219,7 +219,7 @@ struct ExpireContent: Job {
     private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, pages: Int64,
                             _ progress: inout Progress) throws {
         var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)),
-                               walLimit: context.job.maxWALRate.map { Self.sweepWALLimit(rate: $0) })
+                               walLimit: context.job.maxWALRate.map { Self.sweepWALLimit(rate: $0, batchPause: context.job.batchPause) })
         progress.stats.add("swept_pages", 0)
         if let method = context.compressFullPageImages() {
             context.logger.debug("the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
@@ -236,9 +236,12 @@ struct ExpireContent: Job {
         }
     }
 
-    /// The WAL one sweep range may write under a budget of `rate` bytes per second.
-    static func sweepWALLimit(rate: Int64) -> Int64 {
-        max(1, Int64(Double(rate) * Double(sweepWALBurst.microseconds) / 1_000_000))
+    /// The WAL one sweep range may write under a budget of `rate` bytes per second:
+    /// what the budget allows in `sweepWALBurst`, or in one `batch_pause` when that is
+    /// longer (low-footprint mode pauses 100 ms after every range anyway).
+    static func sweepWALLimit(rate: Int64, batchPause: Duration = .zero) -> Int64 {
+        let interval = max(sweepWALBurst, batchPause)
+        return max(1, Int64(Double(rate) * Double(interval.microseconds) / 1_000_000))
     }
 
     /// Returns true when the range met rows the app holds (its time then says nothing

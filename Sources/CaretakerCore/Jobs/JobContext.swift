@@ -187,7 +187,6 @@ public final class JobContext: @unchecked Sendable {
     /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
     /// other roles' WAL senders: without it, warns once and does not wait.
     private func waitForReplicas(_ limit: Duration) {
-        let started = ContinuousClock.now
         while !shouldStop {
             guard let lag = try? connection.query("""
                 SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
@@ -209,8 +208,8 @@ public final class JobContext: @unchecked Sendable {
                             metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
             }
             OSThread.sleep(for: Self.replicaPoll)
+            waitedForReplicas += Self.replicaPoll
         }
-        waitedForReplicas += ContinuousClock.now - started
     }
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
@@ -262,7 +261,7 @@ public final class JobContext: @unchecked Sendable {
         var stats = stats
         for (counter, count) in blocked.counts { stats.add(counter, count) }
         if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
-        if waitedForReplicas >= .milliseconds(1) { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
+        if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
         if !blocked.isEmpty {
             var metadata: Logger.Metadata = ["cause": "\(blocked.causes)", "ids": "\(blocked.sampleIDs)"]
             for (counter, count) in blocked.counts { metadata[counter] = "\(count)" }
