@@ -79,6 +79,8 @@ import Testing
         #expect(expire.maxWALRate == 64 << 20)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(!expire.synchronousCommit)
+        guard case .expireContent(let expiry) = expire.settings else { Issue.record("wrong settings"); return }
+        #expect(!expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 64 << 20 && mail.maxReplicaLag == .seconds(5))

@@ -88,7 +88,7 @@ import Testing
         return stats
     }
 
-    @Test("a sweep compresses its full page images when the role may set wal_compression, and only then")
+    @Test("with compress_wal, a sweep compresses its full page images when the role may set wal_compression, and only then")
     func walCompression() throws {
         let db = try TestDatabase()
         let role = "plain_" + db.name
@@ -104,7 +104,7 @@ import Testing
             GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
             """)
         /// A backlog large enough for the sweep; the settings its DELETEs ran with.
-        func sweep(as user: String) throws -> [String] {
+        func sweep(as user: String, compress: Bool = true) throws -> [String] {
             try db.connection.execute(script: """
                 TRUNCATE seen;
                 INSERT INTO posts (pack_id, likes, created_at, body)
@@ -113,12 +113,13 @@ import Testing
                 """)
             try db.connection.query("VACUUM ANALYZE posts")
             let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing("user=postgres", with: "user=\(user)")
-            let stats = try #require(try Self.run("expire-content", conninfo: conninfo))
+            let stats = try #require(try Self.run("expire-content", conninfo: conninfo, "[jobs.expire-content]\ncompress_wal = \(compress)\n"))
             #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
             return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
         }
         // The first batch, on the index path, comes before the sweep and its compression.
         #expect(try sweep(as: "postgres").contains("lz4"))
+        #expect(try sweep(as: "postgres", compress: false) == ["off"], "compress_wal = false (the default)")
         #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
         #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")

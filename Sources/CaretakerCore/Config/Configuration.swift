@@ -134,6 +134,8 @@ public struct ExpireContentSettings: Sendable {
     public var maxLifetime: Duration = .seconds(48 * 3600)
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
+    /// `compress_wal`: the page sweep compresses its full page images when the role may.
+    public var compressWAL: Bool = false
 }
 
 public struct LogoutInactiveSettings: Sendable {

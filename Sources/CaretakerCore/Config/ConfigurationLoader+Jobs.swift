@@ -143,6 +143,7 @@ extension ConfigurationLoader {
         }
         settings.postFullPopularity = try table.integer("post_full_popularity", default: 100, in: 1...Int(Int32.max))
         settings.packFullPopularity = try table.integer("pack_full_popularity", default: 100, in: 1...Int(Int32.max))
+        settings.compressWAL = try table.bool("compress_wal", default: false)
         return settings
     }
 

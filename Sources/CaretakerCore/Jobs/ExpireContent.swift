@@ -221,7 +221,7 @@ struct ExpireContent: Job {
         var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)),
                                walLimit: context.job.maxWALRate.map { Self.sweepWALLimit(rate: $0, batchPause: context.job.batchPause) })
         progress.stats.add("swept_pages", 0)
-        if let method = context.compressFullPageImages() {
+        if settings.compressWAL, let method = context.compressFullPageImages() {
             context.logger.debug("the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
         }
         var first: Int64 = 0
