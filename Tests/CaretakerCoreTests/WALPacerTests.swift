@@ -5,7 +5,7 @@ import Testing
 @Suite struct WALPacerTests {
     let start = ContinuousClock.now
 
-    @Test("a batch that wrote 1 MB on a 10 MB/s budget makes the next one wait 100 ms from its commit")
+    @Test("a batch that wrote 1 MB on a 10 MB/s budget makes the next one start 100 ms after it started")
     func paces() {
         var pacer = WALPacer(bytesPerSecond: 10 << 20)
         pacer.spend(1 << 20, at: start)

@@ -48,9 +48,10 @@ public final class JobContext: @unchecked Sendable {
     /// trip opens the transaction and sets the timeouts.
     public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
         try rollingBackOnError {
+            let started = ContinuousClock.now
             let opened = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout)])
             let value = try body(connection)
-            try commit(startedAt: opened[1])
+            try commit(from: opened[1], startedAt: started)
             return value
         }
     }
@@ -62,9 +63,10 @@ public final class JobContext: @unchecked Sendable {
     public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
                         _ parameters: [any PostgresBindable]) throws -> QueryResult {
         try rollingBackOnError {
+            let started = ContinuousClock.now
             let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
                                                    .init(Self.walPosition), .init("COMMIT")])
-            spent(from: results[1], to: results[3], at: .now)
+            spent(from: results[1], to: results[3], startedAt: started)
             return results[2]
         }
     }
@@ -75,9 +77,10 @@ public final class JobContext: @unchecked Sendable {
     public func inBatch<T>(lockTimeout: Duration? = nil, first: Connection.Statement,
                            _ body: (QueryResult, Connection) throws -> T) throws -> T {
         try rollingBackOnError {
+            let started = ContinuousClock.now
             let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), first])
             let value = try body(results[2], connection)
-            try commit(startedAt: results[1])
+            try commit(from: results[1], startedAt: started)
             return value
         }
     }
@@ -87,9 +90,9 @@ public final class JobContext: @unchecked Sendable {
     static let walPosition = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position"
 
     /// Reads the WAL position and commits, in one round trip.
-    private func commit(startedAt start: QueryResult) throws {
+    private func commit(from start: QueryResult, startedAt started: ContinuousClock.Instant) throws {
         let results = try connection.pipeline([.init(Self.walPosition), .init("COMMIT")])
-        spent(from: start, to: results[0], at: .now)
+        spent(from: start, to: results[0], startedAt: started)
     }
 
     /// The batch's settings for the current transaction only (what `SET LOCAL` does),
@@ -156,15 +159,16 @@ public final class JobContext: @unchecked Sendable {
     private var warnedHiddenReplicas = false
     private var toldOfLaggingReplica = false
 
-    /// Books a batch's WAL (positions read at its start and just before its commit) on the budget.
-    private func spent(from start: QueryResult, to end: QueryResult, at committed: ContinuousClock.Instant) {
+    /// Books a batch's WAL (positions read at its start and just before its commit) on
+    /// the budget, from the instant the batch started: its own run time counts.
+    private func spent(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
         guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
         walEnd = to
         lastBatchWAL = max(0, to - from)
         walBytes += lastBatchWAL
         guard let rate = job.maxWALRate else { return }
         if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
-        walPacer?.spend(lastBatchWAL, at: committed)
+        walPacer?.spend(lastBatchWAL, at: started)
     }
 
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
@@ -278,9 +282,10 @@ public final class JobContext: @unchecked Sendable {
 }
 
 /// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`
-/// of the budget's time line, from when it committed or when the previous booking
-/// ends, whichever is later; the next batch waits until the booking ends. A run
-/// never saves up budget while it is not writing, so it cannot burst.
+/// of the budget's time line, from when it started or when the previous booking
+/// ends, whichever is later; the next batch waits until the booking ends, so the
+/// batches' own run time counts and the WAL goes at the rate set. A run never
+/// saves up budget while it is not writing, so it cannot burst.
 struct WALPacer {
     let bytesPerSecond: Int64
     private var bookedUntil: ContinuousClock.Instant?
