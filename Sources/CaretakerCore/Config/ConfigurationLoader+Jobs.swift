@@ -28,7 +28,7 @@ extension ConfigurationLoader {
     static let lowFootprintBatchSize = 200
     /// `max_wal_rate`: what a backlog's batches may write per second (BENCHMARKS.md, C1);
     /// in low-footprint mode what an SD card takes without holding up the app's commits.
-    static let defaultMaxWALRate: Int64 = 128 << 20
+    static let defaultMaxWALRate: Int64 = 64 << 20
     static let lowFootprintMaxWALRate: Int64 = 16 << 20
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)

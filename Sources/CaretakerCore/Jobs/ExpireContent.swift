@@ -39,7 +39,7 @@ struct ExpireContent: Job {
     /// the app can live with (BENCHMARKS.md). Ranges never exceed `batch_size` pages.
     static let sweepTargetDuration: Duration = .milliseconds(20)
     /// With a WAL budget, one sweep range writes at most what the budget allows in this
-    /// long (128 MB/s: about 1.3 MB, some 130 pages): small enough that an app commit
+    /// long (64 MB/s: about 640 kB, some 65 pages): small enough that an app commit
     /// queued behind its flush waits about as long as for its own.
     static let sweepWALBurst: Duration = .milliseconds(10)
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
