@@ -55,7 +55,10 @@ import Testing
             ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
             CREATE TABLE seen (setting text);
             CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit')); RETURN NULL; END $$;
+            BEGIN
+                INSERT INTO seen VALUES (current_setting('synchronous_commit') || ' ' || current_setting('backend_flush_after'));
+                RETURN NULL;
+            END $$;
             CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
             """)
         #expect(try db.runSucceeding("expire-content", extra)["posts_deleted"] == 50)
@@ -64,14 +67,16 @@ import Testing
         return try db.connection.query("SELECT DISTINCT setting FROM seen").rows.compactMap { $0[0] }
     }
 
-    @Test("expire-content's batches commit with synchronous_commit = off by default (SHOW inside a batch)")
+    @Test("expire-content's batches commit with synchronous_commit = off by default and flush their own writes every 256 kB (SHOW inside a batch)")
     func asynchronousCommitByDefault() throws {
-        #expect(try synchronousCommitSeen("") == ["off"])
+        #expect(try synchronousCommitSeen("") == ["off 256kB"])
     }
 
     @Test("synchronous_commit = true keeps the database's durable commits in the batches")
     func synchronousCommitOn() throws {
-        #expect(try synchronousCommitSeen("[jobs.expire-content]\nsynchronous_commit = true\n") == ["on"])
+        #expect(try synchronousCommitSeen("[jobs.expire-content]\nsynchronous_commit = true\n") == ["on 256kB"])
+        // Without a WAL budget the server's backend_flush_after (0, off) stands.
+        #expect(try synchronousCommitSeen("[jobs.expire-content]\nmax_wal_rate = \"\"\n", "unbudgeted") == ["off 0"])
     }
 
     /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.

@@ -99,7 +99,8 @@ public final class JobContext: @unchecked Sendable {
     /// as one parameterised statement that a pipeline can carry: the timeouts (the
     /// idle limit is twice `statement_timeout`, clamped to the largest value
     /// PostgreSQL accepts), `synchronous_commit = off` when the job does without the
-    /// flush, and the WAL position the batch starts at.
+    /// flush, `wal_compression` when asked, `backend_flush_after` under a WAL
+    /// budget, and the WAL position the batch starts at.
     private func batchStart(_ lockTimeout: Duration?) -> Connection.Statement {
         var parameters: [any PostgresBindable] = [
             Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
@@ -113,12 +114,23 @@ public final class JobContext: @unchecked Sendable {
             parameters.append(walCompression)
             settings += ", set_config('wal_compression', $\(parameters.count), true)"
         }
+        if job.maxWALRate != nil {
+            parameters.append(Self.backendFlushAfter)
+            settings += ", set_config('backend_flush_after', $\(parameters.count), true)"
+        }
         return .init("""
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
                    set_config('idle_in_transaction_session_timeout', $3, true)\(settings),
                    pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
             """, parameters)
     }
+
+    /// With a WAL budget, the pages a batch's backend has to write out itself (to make
+    /// room in shared buffers) are pushed to disk every 256 kB, as the checkpointer
+    /// does with its own (`checkpoint_flush_after`): left in the kernel's cache (the
+    /// default, 0), a backlog's gigabyte of them is flushed all at once by the next
+    /// checkpoint's fsync, and the app's commits queue behind it.
+    static let backendFlushAfter = "256kB"
 
     /// The `wal_compression` method the batches set, once `compressFullPageImages()` found one allowed.
     public private(set) var walCompression: String?
