@@ -13,7 +13,7 @@ with open(sys.argv[1]) as f:
         points.append((label, float(ratio), float(rate) / 1000))
 title = sys.argv[3]
 
-W, H, left, right, top, bottom = 900, 460, 70, 350, 40, 50
+W, H, left, right, top, bottom = 980, 460, 70, 430, 40, 50
 pw, ph = W - left - right, H - top - bottom
 x_max = max([p[2] for p in points] + [1]) * 1.1
 # The ratio on a log scale: gentle variants sit near 1, a harsh one may reach 100.
