@@ -49,11 +49,11 @@ if deletes:
 colours = ["#000", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 for i, (label, ratio, rate) in enumerate(points):
     c = colours[i % len(colours)]
-    shape = (f'<rect x="{lx(rate) - 5:.1f}" y="{ly(ratio) - 5:.1f}" width="10" height="10" fill="{c}"/>' if label == "single DELETE"
+    shape = (f'<rect x="{lx(rate) - 5:.1f}" y="{ly(ratio) - 5:.1f}" width="10" height="10" fill="{c}"/>' if label.startswith("single DELETE")
              else f'<circle cx="{lx(rate):.1f}" cy="{ly(ratio):.1f}" r="5" fill="{c}"/>')
     out.append(shape)
     ly_legend = top + 10 + 18 * i
-    out.append(f'<rect x="{W - right + 11}" y="{ly_legend - 5}" width="10" height="10" fill="{c}"/>' if label == "single DELETE"
+    out.append(f'<rect x="{W - right + 11}" y="{ly_legend - 5}" width="10" height="10" fill="{c}"/>' if label.startswith("single DELETE")
                else f'<circle cx="{W - right + 16}" cy="{ly_legend}" r="5" fill="{c}"/>')
     out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratio:.2f}×, {rate:.0f}k/s</text>')
 out.append('</svg>')
