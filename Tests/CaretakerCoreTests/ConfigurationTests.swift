@@ -63,6 +63,7 @@ import Testing
         #expect(configuration.worker.maxConcurrentJobs == 1)
         #expect(configuration.worker.batchPause == .milliseconds(100))
         #expect(configuration.job(named: "expire-content")?.batchSize == 200)
+        #expect(configuration.job(named: "expire-content")?.maxWALRate == 16 << 20)
         guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
             Issue.record("wrong settings"); return
         }
@@ -70,6 +71,47 @@ import Testing
         let explicit = try parse("[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n")
         #expect(explicit.worker.batchPause == .milliseconds(5))
         #expect(explicit.job(named: "prune")?.batchSize == 50)
+    }
+
+    @Test("expire-content spares the app by default: a WAL budget, a replica lag limit, no wait for the WAL flush")
+    func sparingTheApp() throws {
+        let defaults = try parse("")
+        let expire = try #require(defaults.job(named: "expire-content"))
+        #expect(expire.maxWALRate == 64 << 20)
+        #expect(expire.maxReplicaLag == .seconds(5))
+        #expect(!expire.synchronousCommit)
+        guard case .expireContent(let expiry) = expire.settings else { Issue.record("wrong settings"); return }
+        #expect(!expiry.compressWAL)
+        // Jobs whose lost commit would not be redone harmlessly keep durable commits.
+        let mail = try #require(defaults.job(named: "send-temp-passwords"))
+        #expect(mail.synchronousCommit && mail.maxWALRate == 64 << 20 && mail.maxReplicaLag == .seconds(5))
+        let tuned = try parse("""
+            [jobs.expire-content]
+            max_wal_rate = "512kB/s"
+            max_replica_lag = "1500ms"
+            synchronous_commit = true
+            [jobs.prune]
+            max_wal_rate = ""
+            max_replica_lag = ""
+            """)
+        let tunedExpire = try #require(tuned.job(named: "expire-content"))
+        #expect(tunedExpire.maxWALRate == 512 * 1024 && tunedExpire.maxReplicaLag == .milliseconds(1500))
+        #expect(tunedExpire.synchronousCommit)
+        let off = try #require(tuned.job(named: "prune"))
+        #expect(off.maxWALRate == nil && off.maxReplicaLag == nil)
+    }
+
+    @Test("byte rates: whole numbers of B, kB, MB or GB per second, nothing else",
+          arguments: [("1B/s", Int64(1)), ("512kB/s", 524_288), ("64MB/s", 67_108_864), ("2GB/s", 2_147_483_648)])
+    func rates(text: String, bytes: Int64) {
+        #expect(ByteRateText.parse(text) == bytes)
+        #expect(ByteRateText.format(bytes) == text)
+    }
+
+    @Test("a rate that is not one is refused", arguments: ["64MB", "64 MB/s", "1.5MB/s", "-1MB/s", "64mb/s", "/s", "MB/s",
+                                                           "99999999999GB/s"])
+    func badRates(text: String) {
+        #expect(ByteRateText.parse(text) == nil)
     }
 
     @Test("errors name the line and the key", arguments: [
@@ -86,6 +128,10 @@ import Testing
         ("[mail]\ntransport = \"file\"\n", 1, "mail.directory"),
         ("[jobs.send-temp-passwords]\ntemp_password_length = 100\n", 2, "jobs.send-temp-passwords.temp_password_length"),
         ("[database]\nurl = 5\n", 2, "database.url"),
+        ("[jobs.expire-content]\nmax_wal_rate = \"64MB\"\n", 2, "jobs.expire-content.max_wal_rate"),
+        ("[jobs.expire-content]\nmax_wal_rate = \"0MB/s\"\n", 2, "jobs.expire-content.max_wal_rate"),
+        ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
+        ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
     ])
     func errors(text: String, line: Int, key: String) throws {
         let found = try #require(error(text))

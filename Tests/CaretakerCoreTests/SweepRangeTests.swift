@@ -75,3 +75,33 @@ import Testing
         #expect(MillisecondHistogram().percentile(0.99) == 0)
     }
 }
+
+/// The sweep's ranges under a WAL budget (`max_wal_rate`).
+@Suite struct SweepRangeWALTests {
+    @Test("a range that wrote more WAL than its limit shrinks to fit it, even when it was fast")
+    func shrinksToWAL() {
+        var range = SweepRange(maximumPages: 1000, walLimit: 640 << 10)
+        range.adjust(took: .milliseconds(2), wrote: 1280 << 10)
+        #expect(range.pages == 64)
+        range.adjust(took: .milliseconds(1), wrote: 640 << 10)
+        #expect(range.pages == 64)
+    }
+
+    @Test("under its WAL limit a range grows as before; without a limit WAL does not count")
+    func growsUnderWAL() {
+        var range = SweepRange(maximumPages: 1000, walLimit: 640 << 10)
+        range.adjust(took: .milliseconds(5), wrote: 160 << 10)
+        #expect(range.pages == 256)
+        var free = SweepRange(maximumPages: 1000)
+        free.adjust(took: .milliseconds(20), wrote: 100 << 20)
+        #expect(free.pages == 128)
+    }
+
+    @Test("the limit is what the budget allows in 10 ms, or in batch_pause when that is longer")
+    func limit() {
+        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20) == 671_088)
+        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20, batchPause: .milliseconds(5)) == 671_088)
+        #expect(ExpireContent.sweepWALLimit(rate: 16 << 20, batchPause: .milliseconds(100)) == 1_677_721)
+        #expect(ExpireContent.sweepWALLimit(rate: 1) == 1)
+    }
+}

@@ -70,6 +70,33 @@ import Testing
         #expect(stats["posts_deleted"] == 1, "the fresh post of the deleted pack goes with it and is counted")
     }
 
+    @Test("a pack's likes and members are counted only up to its threshold, with the same verdict as the full count")
+    func packThreshold() throws {
+        // At 30 h a pack is due when its popularity is at most 100 × 6 ÷ 24 = 25.
+        func posts(_ pack: Int64, likes: [Int]) throws {
+            for like in likes { try post(in: pack, likes: like, age: "1 minute") }
+        }
+        let over = try pack(age: "30 hours")      // 40 posts of 1 like: past 25 after 26 of them
+        try posts(over, likes: Array(repeating: 1, count: 40))
+        let under = try pack(age: "30 hours")     // 20 likes in all
+        try posts(under, likes: Array(repeating: 1, count: 20))
+        let atThreshold = try pack(age: "30 hours", members: 5)   // 5 + 20 = 25
+        try posts(atThreshold, likes: [10, 10])
+        let manyMembers = try pack(age: "30 hours", members: 26)
+        let negative = try pack(age: "30 hours")  // 30 − 10 = 20, but a negative like counts as 0: 30
+        try posts(negative, likes: [30, -10])
+        let old = try pack(age: "49 hours", members: 3)   // past max_lifetime: due at any popularity
+        try posts(old, likes: [500, 500])
+        let stats = try db.runSucceeding("expire-content")
+        #expect(try exists(pack: over))
+        #expect(try !exists(pack: under))
+        #expect(try !exists(pack: atThreshold))
+        #expect(try exists(pack: manyMembers))
+        #expect(try exists(pack: negative), "a negative like made a pack go before its likes' deadline")
+        #expect(try !exists(pack: old))
+        #expect(stats["packs_deleted"] == 3)
+    }
+
     @Test("admin packs never expire, but their posts do")
     func adminPacks() throws {
         let admin = try pack(age: "400 days", admin: true)

@@ -113,6 +113,13 @@ public struct JobConfiguration: Sendable {
     public var staleAfter: Duration?
     /// A healthchecks.io-style ping URL (`/start`, bare, `/fail`); empty: no pings.
     public var pingURL: String = ""
+    /// WAL bytes per second the job's batches may write (`max_wal_rate`); `nil`: no budget.
+    public var maxWALRate: Int64?
+    /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
+    public var maxReplicaLag: Duration?
+    /// `false`: the job's batches commit with `synchronous_commit = off` (expire-content's
+    /// default: its work is idempotent, a batch lost in a crash is redone next run).
+    public var synchronousCommit: Bool
     public var settings: JobSettings
 
     /// PostgreSQL's timeout settings are `int` milliseconds: at most `INT_MAX` (about 24.8 days).
@@ -136,11 +143,22 @@ public enum JobSettings: Sendable {
     case sql(SQLJobSettings)
 }
 
+extension JobSettings {
+    /// Work that a crash may undo without harm because the next run redoes it:
+    /// such a job commits its batches without waiting for the WAL flush by default.
+    var isIdempotentBulkWork: Bool {
+        if case .expireContent = self { return true }
+        return false
+    }
+}
+
 public struct ExpireContentSettings: Sendable {
     public var minLifetime: Duration = .seconds(24 * 3600)
     public var maxLifetime: Duration = .seconds(48 * 3600)
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
+    /// `compress_wal`: the page sweep compresses its full page images when the role may.
+    public var compressWAL: Bool = false
 }
 
 public struct SQLJobSettings: Sendable {

@@ -8,6 +8,12 @@ extension ConfigurationLoader {
     /// Default rows per transaction; low-footprint mode uses `lowFootprintBatchSize`.
     static let defaultBatchSize = 1000
     static let lowFootprintBatchSize = 200
+    /// `max_wal_rate`: what a backlog's batches may write per second (BENCHMARKS.md, C1);
+    /// in low-footprint mode what an SD card takes without holding up the app's commits.
+    static let defaultMaxWALRate: Int64 = 64 << 20
+    static let lowFootprintMaxWALRate: Int64 = 16 << 20
+    /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
+    static let defaultMaxReplicaLag: Duration = .seconds(5)
 
     static func readJobs(_ root: inout TableReader, worker: WorkerOptions) throws(ConfigurationError) -> [JobConfiguration] {
         let jobsTable = try root.optionalTable("jobs") ?? TableReader.emptyTable
@@ -103,6 +109,11 @@ extension ConfigurationLoader {
             catchUp: try table.bool("catch_up", default: true),
             maxRetries: try table.integer("max_retries", default: 3, in: 0...100),
             staleAfter: try table.optionalDuration("stale_after", minimum: .seconds(1)),
+            maxWALRate: try table.optionalRate("max_wal_rate",
+                                               default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
+            maxReplicaLag: try table.optionalDuration("max_replica_lag", default: defaultMaxReplicaLag,
+                                                      minimum: .milliseconds(1)),
+            synchronousCommit: try table.bool("synchronous_commit", default: !settings.isIdempotentBulkWork),
             settings: settings)
     }
 
@@ -115,6 +126,7 @@ extension ConfigurationLoader {
         }
         settings.postFullPopularity = try table.integer("post_full_popularity", default: 100, in: 1...Int(Int32.max))
         settings.packFullPopularity = try table.integer("pack_full_popularity", default: 100, in: 1...Int(Int32.max))
+        settings.compressWAL = try table.bool("compress_wal", default: false)
         return settings
     }
 

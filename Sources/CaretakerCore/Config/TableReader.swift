@@ -110,6 +110,32 @@ struct TableReader {
         return duration
     }
 
+    /// A switch that is on by default: absent gives `fallback`, `""` turns it off (`nil`).
+    mutating func optionalDuration(_ key: String, default fallback: Duration,
+                                   minimum: Duration = .zero) throws(ConfigurationError) -> Duration? {
+        guard table[key] != nil else {
+            consumed.insert(key)
+            return fallback
+        }
+        return try optionalDuration(key, minimum: minimum)
+    }
+
+    /// A rate of bytes per second such as `"64MB/s"` (units `B`, `kB`, `MB`, `GB`,
+    /// 1024-based as in PostgreSQL); absent gives `fallback`, `""` turns it off (`nil`).
+    mutating func optionalRate(_ key: String, default fallback: Int64) throws(ConfigurationError) -> Int64? {
+        guard let found = value(key) else { return fallback }
+        guard case .string(let text) = found else {
+            throw error(key, "expected a rate string such as \"64MB/s\", found \(found.typeName)")
+        }
+        try refuseNUL(text, key)
+        if text.isEmpty { return nil }
+        guard let rate = ByteRateText.parse(text) else {
+            throw error(key, "\"\(text)\" is not a rate: use a whole number, a unit and \"/s\", e.g. \"512kB/s\", \"64MB/s\", \"1GB/s\"; \"\" turns it off")
+        }
+        guard rate > 0 else { throw error(key, "must be more than 0B/s; \"\" turns it off") }
+        return rate
+    }
+
     /// Rejects keys this table does not define.
     func finish() throws(ConfigurationError) {
         let validKeys = consumed.sorted()

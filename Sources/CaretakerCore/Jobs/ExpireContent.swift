@@ -38,6 +38,10 @@ struct ExpireContent: Job {
     /// nearer the single statement's speed; 20 ms stays far below the 50 ms p99
     /// the app can live with (BENCHMARKS.md). Ranges never exceed `batch_size` pages.
     static let sweepTargetDuration: Duration = .milliseconds(20)
+    /// With a WAL budget, one sweep range writes at most what the budget allows in this
+    /// long (64 MB/s: about 640 kB, some 65 pages): small enough that an app commit
+    /// queued behind its flush waits about as long as for its own.
+    static let sweepWALBurst: Duration = .milliseconds(10)
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
     static let sweepLockTimeout: Duration = .milliseconds(50)
 
@@ -53,6 +57,7 @@ struct ExpireContent: Job {
                 try sweepPosts(context, queries, pages: pages, &progress)
             }
         }
+        progress.stats.add("wal_bytes", Int(context.walBytes))
         return try context.finish(progress.stats)
     }
 
@@ -213,18 +218,30 @@ struct ExpireContent: Job {
     /// one takes about `sweepTargetDuration`.
     private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, pages: Int64,
                             _ progress: inout Progress) throws {
-        var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)))
+        var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)),
+                               walLimit: context.job.maxWALRate.map { Self.sweepWALLimit(rate: $0, batchPause: context.job.batchPause) })
         progress.stats.add("swept_pages", 0)
+        if settings.compressWAL, let method = context.compressFullPageImages() {
+            context.logger.debug("the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
+        }
         var first: Int64 = 0
         while first < pages, !context.shouldStop {
             let last = first + range.pages
             let started = ContinuousClock.now
             let waitedForLocks = try sweepRange(context, queries, from: first, to: last, progress: &progress)
-            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started) }
+            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: context.lastBatchWAL) }
             progress.stats.add("swept_pages", Int(min(last, pages) - first))
             first = last
             context.pauseBetweenBatches()
         }
+    }
+
+    /// The WAL one sweep range may write under a budget of `rate` bytes per second:
+    /// what the budget allows in `sweepWALBurst`, or in one `batch_pause` when that is
+    /// longer (low-footprint mode pauses 100 ms after every range anyway).
+    static func sweepWALLimit(rate: Int64, batchPause: Duration = .zero) -> Int64 {
+        let interval = max(sweepWALBurst, batchPause)
+        return max(1, Int64(Double(rate) * Double(interval.microseconds) / 1_000_000))
     }
 
     /// Returns true when the range met rows the app holds (its time then says nothing
@@ -259,21 +276,31 @@ struct ExpireContent: Job {
 }
 
 /// The size of the next sweep range: grows (at most doubling) while ranges take
-/// less than `sweepTargetDuration`, shrinks when they take more, within
-/// 16 pages and `maximumPages`.
+/// less than `sweepTargetDuration` and write less WAL than `walLimit`, shrinks
+/// when they take or write more, within 16 pages and `maximumPages`.
+///
+/// The WAL limit matters more than the time: an app commit waits for the flush of
+/// all the WAL written before it, so one range's WAL is what a commit landing just
+/// after it may wait for (a 1,000-page range writes about 10 MB: tens of ms).
 struct SweepRange {
     static let minimumPages: Int64 = 16
     let maximumPages: Int64
+    /// WAL one range should write at most (`nil`: no limit).
+    let walLimit: Int64?
     private(set) var pages: Int64
 
-    init(maximumPages: Int64) {
+    init(maximumPages: Int64, walLimit: Int64? = nil) {
         self.maximumPages = max(1, maximumPages)
+        self.walLimit = walLimit
         pages = min(ExpireContent.sweepFirstRangePages, self.maximumPages)
     }
 
-    mutating func adjust(took duration: Duration) {
+    mutating func adjust(took duration: Duration, wrote walBytes: Int64 = 0) {
         let tookMicroseconds = max(1, duration.microseconds)
-        let ideal = Double(pages) * Double(ExpireContent.sweepTargetDuration.microseconds) / Double(tookMicroseconds)
+        var ideal = Double(pages) * Double(ExpireContent.sweepTargetDuration.microseconds) / Double(tookMicroseconds)
+        if let walLimit, walBytes > 0 {
+            ideal = min(ideal, Double(pages) * Double(walLimit) / Double(walBytes))
+        }
         let next = Int64(min(ideal, Double(pages * 2)))
         pages = min(maximumPages, max(min(Self.minimumPages, maximumPages), next))
     }

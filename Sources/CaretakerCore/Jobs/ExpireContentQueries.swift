@@ -45,9 +45,24 @@ struct ExpireContentQueries {
         packParameters = [settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
                           Double(settings.packFullPopularity)]
         let postDue = "s.created_at + \(Self.lifetime(of: "s.likes")) <= now()"
+        // A pack is due when its popularity is at most `full × (age − min) ÷ (max − min)`
+        // (`packThreshold`), so members and likes are counted only until they pass it:
+        // the members by a LIMIT, the likes by a running sum that stops at the first
+        // post taking it past the threshold. Whatever is past it gives the same
+        // verdict in `lifetime` as the full count (`L` only grows with popularity);
+        // only a pack that is due has all its posts read, and it is then deleted.
+        // Negative likes count as 0 in a pack's sum, so a pack never goes early.
+        let packThreshold = """
+            ($3::float8 * (extract(epoch FROM now() - p.created_at) * 1000000 - $1::bigint) \
+            / greatest($2::bigint - $1::bigint, 1))
+            """
         let packPopularity = """
-            ((SELECT count(*) FROM \(s).pack_members m WHERE m.pack_id = p.id)
-             + (SELECT coalesce(sum(x.likes), 0) FROM \(s).posts x WHERE x.pack_id = p.id))
+            ((SELECT count(*) FROM (SELECT FROM \(s).pack_members m WHERE m.pack_id = p.id
+                                    LIMIT greatest(floor(\(packThreshold)), 0)::bigint + 1) m)
+             + coalesce((SELECT r.likes FROM (SELECT sum(greatest(x.likes, 0)) OVER (ROWS UNBOUNDED PRECEDING) AS likes
+                                              FROM \(s).posts x WHERE x.pack_id = p.id) r
+                         WHERE r.likes > \(packThreshold) LIMIT 1),
+                        (SELECT coalesce(sum(greatest(x.likes, 0)), 0) FROM \(s).posts x WHERE x.pack_id = p.id)))
             """
         let packDue = "NOT p.is_admin AND p.created_at + \(Self.lifetime(of: packPopularity)) <= now()"
         let olderThanMinimum = "created_at <= now() - $1::bigint * interval '1 microsecond'"

@@ -48,20 +48,26 @@ public final class JobContext: @unchecked Sendable {
     /// trip opens the transaction and sets the timeouts.
     public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
         try rollingBackOnError {
-            _ = try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout)])
+            let started = ContinuousClock.now
+            let opened = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout)])
             let value = try body(connection)
-            try connection.query("COMMIT")
+            try commit(from: opened[1], startedAt: started)
             return value
         }
     }
 
     /// A batch that is one statement, sent with its transaction in a single round
-    /// trip: `BEGIN`, the timeouts (`set_config(…, true)`, i.e. `SET LOCAL`), the
-    /// statement and `COMMIT` as one libpq pipeline. Returns the statement's result.
+    /// trip: `BEGIN`, the batch's settings (`set_config(…, true)`, i.e. `SET LOCAL`),
+    /// the statement, the WAL position and `COMMIT` as one libpq pipeline. Returns
+    /// the statement's result.
     public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
                         _ parameters: [any PostgresBindable]) throws -> QueryResult {
         try rollingBackOnError {
-            try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout), .init(sql, parameters), .init("COMMIT")])[2]
+            let started = ContinuousClock.now
+            let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
+                                                   .init(Self.walPosition), .init("COMMIT")])
+            spent(from: results[1], to: results[3], startedAt: started)
+            return results[2]
         }
     }
 
@@ -71,22 +77,155 @@ public final class JobContext: @unchecked Sendable {
     public func inBatch<T>(lockTimeout: Duration? = nil, first: Connection.Statement,
                            _ body: (QueryResult, Connection) throws -> T) throws -> T {
         try rollingBackOnError {
-            let results = try connection.pipeline([.init("BEGIN"), timeouts(lockTimeout), first])
+            let started = ContinuousClock.now
+            let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), first])
             let value = try body(results[2], connection)
-            try connection.query("COMMIT")
+            try commit(from: results[1], startedAt: started)
             return value
         }
     }
 
-    /// The job's timeouts for the current transaction only (what `SET LOCAL` does),
-    /// as one parameterised statement that a pipeline can carry. The idle limit is
-    /// twice `statement_timeout`, clamped to the largest value PostgreSQL accepts.
-    private func timeouts(_ lockTimeout: Duration?) -> Connection.Statement {
-        .init("""
+    /// The WAL insert position in bytes, read at both ends of every batch: what the
+    /// batch wrote (with whatever the app wrote meanwhile) is the difference.
+    static let walPosition = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position"
+
+    /// Reads the WAL position and commits, in one round trip.
+    private func commit(from start: QueryResult, startedAt started: ContinuousClock.Instant) throws {
+        let results = try connection.pipeline([.init(Self.walPosition), .init("COMMIT")])
+        spent(from: start, to: results[0], startedAt: started)
+    }
+
+    /// The batch's settings for the current transaction only (what `SET LOCAL` does),
+    /// as one parameterised statement that a pipeline can carry: the timeouts (the
+    /// idle limit is twice `statement_timeout`, clamped to the largest value
+    /// PostgreSQL accepts), `synchronous_commit = off` when the job does without the
+    /// flush, `wal_compression` when asked, `backend_flush_after` under a WAL
+    /// budget, and the WAL position the batch starts at.
+    private func batchStart(_ lockTimeout: Duration?) -> Connection.Statement {
+        var parameters: [any PostgresBindable] = [
+            Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
+            Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))]
+        var settings = ""
+        if !job.synchronousCommit {
+            parameters.append("off")
+            settings += ", set_config('synchronous_commit', $\(parameters.count), true)"
+        }
+        if let walCompression {
+            parameters.append(walCompression)
+            settings += ", set_config('wal_compression', $\(parameters.count), true)"
+        }
+        if job.maxWALRate != nil {
+            parameters.append(Self.backendFlushAfter)
+            settings += ", set_config('backend_flush_after', $\(parameters.count), true)"
+        }
+        return .init("""
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
-                   set_config('idle_in_transaction_session_timeout', $3, true)
-            """, [Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-                  Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))])
+                   set_config('idle_in_transaction_session_timeout', $3, true)\(settings),
+                   pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
+            """, parameters)
+    }
+
+    /// With a WAL budget, the pages a batch's backend has to write out itself (to make
+    /// room in shared buffers) are pushed to disk every 256 kB, as the checkpointer
+    /// does with its own (`checkpoint_flush_after`): left in the kernel's cache (the
+    /// default, 0), a backlog's gigabyte of them is flushed all at once by the next
+    /// checkpoint's fsync, and the app's commits queue behind it.
+    static let backendFlushAfter = "256kB"
+
+    /// The `wal_compression` method the batches set, once `compressFullPageImages()` found one allowed.
+    public private(set) var walCompression: String?
+
+    /// For bulk work (a backlog's sweep): from now on the batches compress the full
+    /// page images they write (`wal_compression`, for their transaction only), with
+    /// `lz4` where the server has it, else `pglz`, when this role may set it (a
+    /// superuser, or `GRANT SET ON PARAMETER wal_compression` on PostgreSQL 15).
+    /// Most of a bulk delete's WAL is the first change of each page after a
+    /// checkpoint, a full image of it; compressed, the same budget deletes more.
+    /// Returns the method, or nil when none may be set (nothing changes then).
+    @discardableResult
+    public func compressFullPageImages() -> String? {
+        guard walCompression == nil else { return walCompression }
+        for method in ["lz4", "pglz"] {
+            guard (try? connection.query("BEGIN")) != nil else { return nil }
+            let allowed = (try? connection.query("SELECT set_config('wal_compression', $1, true)", method)) != nil
+            _ = try? connection.query("ROLLBACK")
+            if allowed {
+                walCompression = method
+                return method
+            }
+        }
+        return nil
+    }
+
+    // MARK: Sparing the app: WAL budget and replica lag
+
+    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
+    public private(set) var walBytes: Int64 = 0
+    /// WAL the latest batch wrote, in bytes.
+    public private(set) var lastBatchWAL: Int64 = 0
+    private var walPacer: WALPacer?
+    /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
+    private var walEnd: Int64 = 0
+    private var throttled: Duration = .zero
+    private var waitedForReplicas: Duration = .zero
+    private var warnedHiddenReplicas = false
+    private var toldOfLaggingReplica = false
+
+    /// Books a batch's WAL (positions read at its start and just before its commit) on
+    /// the budget, from the instant the batch started: its own run time counts.
+    private func spent(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
+        guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
+        walEnd = to
+        lastBatchWAL = max(0, to - from)
+        walBytes += lastBatchWAL
+        guard let rate = job.maxWALRate else { return }
+        if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
+        walPacer?.spend(lastBatchWAL, at: started)
+    }
+
+    /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
+    /// budget (`max_wal_rate`), and, while a streaming standby replays further behind
+    /// than `max_replica_lag`, until it has replayed the latest batch.
+    public func pauseBetweenBatches() {
+        guard !shouldStop else { return }
+        let owed = walPacer?.pause(at: .now) ?? .zero
+        if owed > job.batchPause { throttled += owed - job.batchPause }
+        let pause = max(job.batchPause, owed)
+        if pause > .zero { OSThread.sleep(for: pause) }
+        if let limit = job.maxReplicaLag { waitForReplicas(limit) }
+    }
+
+    /// How often a lagging standby is asked again.
+    static let replicaPoll: Duration = .milliseconds(100)
+
+    /// Polls `pg_stat_replication` until no standby both reports a replay lag over
+    /// `limit` and has yet to replay the latest batch (a standby that caught up
+    /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
+    /// other roles' WAL senders: without it, warns once and does not wait.
+    private func waitForReplicas(_ limit: Duration) {
+        while !shouldStop {
+            guard let lag = try? connection.query("""
+                SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                       count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
+                                          AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
+                FROM pg_stat_replication
+                """, limit.microseconds, walEnd).first else { break }
+            if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
+                warnedHiddenReplicas = true
+                logger.warning("""
+                    a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
+                    grant it pg_read_all_stats (or pg_monitor)
+                    """)
+            }
+            guard lag.int("behind") ?? 0 > 0 else { break }
+            if !toldOfLaggingReplica {
+                toldOfLaggingReplica = true
+                logger.info("a standby replays further behind than max_replica_lag; batches wait for it",
+                            metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+            }
+            OSThread.sleep(for: Self.replicaPoll)
+            waitedForReplicas += Self.replicaPoll
+        }
     }
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
@@ -137,6 +276,8 @@ public final class JobContext: @unchecked Sendable {
     public func finish(_ stats: JobStats) throws -> JobStats {
         var stats = stats
         for (counter, count) in blocked.counts { stats.add(counter, count) }
+        if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
         if !blocked.isEmpty {
             var metadata: Logger.Metadata = ["cause": "\(blocked.causes)", "ids": "\(blocked.sampleIDs)"]
             for (counter, count) in blocked.counts { metadata[counter] = "\(count)" }
@@ -146,15 +287,32 @@ public final class JobContext: @unchecked Sendable {
         return stats
     }
 
-    /// Sleeps `batch_pause` between batches (low-footprint mode spares the SD card).
-    public func pauseBetweenBatches() {
-        guard job.batchPause > .zero, !shouldStop else { return }
-        OSThread.sleep(for: job.batchPause)
-    }
-
     /// `"2000ms"`: a value `set_config` understands for the timeout settings.
     static func milliseconds(_ duration: Duration) -> String {
         "\(max(1, duration.microseconds / 1000))ms"
+    }
+}
+
+/// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`
+/// of the budget's time line, from when it started or when the previous booking
+/// ends, whichever is later; the next batch waits until the booking ends, so the
+/// batches' own run time counts and the WAL goes at the rate set. A run never
+/// saves up budget while it is not writing, so it cannot burst.
+struct WALPacer {
+    let bytesPerSecond: Int64
+    private var bookedUntil: ContinuousClock.Instant?
+
+    init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
+
+    mutating func spend(_ bytes: Int64, at instant: ContinuousClock.Instant) {
+        let start = max(bookedUntil ?? instant, instant)
+        bookedUntil = start + .microseconds(Int64(Double(bytes) * 1_000_000 / Double(bytesPerSecond)))
+    }
+
+    /// How long to wait at `instant` before the next batch.
+    func pause(at instant: ContinuousClock.Instant) -> Duration {
+        guard let bookedUntil, bookedUntil > instant else { return .zero }
+        return bookedUntil - instant
     }
 }
 

@@ -1,0 +1,189 @@
+import CaretakerCore
+import CaretakerTestSupport
+import Foundation
+import Logging
+import Postgres
+import Testing
+
+/// How `expire-content` spares the app while a backlog goes: its WAL budget, its
+/// commits without the WAL flush, and a streaming standby's replay lag.
+@Suite struct GentleExpiryTests {
+    /// A database with `count` posts past the maximum lifetime in an admin pack.
+    static func backlog(_ count: Int, _ test: String = #function) throws -> TestDatabase {
+        let db = try TestDatabase(test)
+        let admin = try db.connection.query("""
+            INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '100 days') RETURNING id
+            """).first!.int64("id")!
+        try db.connection.query("""
+            INSERT INTO posts (pack_id, likes, created_at, body)
+            SELECT $1, 0, now() - interval '3 days' - g * interval '1 second', repeat('post body ', 12)
+            FROM generate_series(1, $2::int) g
+            """, admin, count)
+        return db
+    }
+
+    @Test("a WAL budget smaller than what the batches write makes the run pause between them (throttled_ms)")
+    func walBudgetEngages() throws {
+        let db = try Self.backlog(400)
+        // max_runtime: the budget counts all WAL written while a batch runs, and tests
+        // running beside this one write megabytes at a time (CREATE DATABASE).
+        let stats = try db.runSucceeding("expire-content", """
+            [jobs.expire-content]
+            batch_size = 100
+            max_wal_rate = "32kB/s"
+            max_runtime = "5s"
+            """)
+        #expect(stats["posts_deleted"] >= 100)
+        #expect(stats["wal_bytes"] > 0, "\(stats)")
+        // Each batch of 100 deletions writes several kB; at 16 kB/s the next one waits.
+        #expect(stats["throttled_ms"] > 0, "\(stats)")
+    }
+
+    @Test("without a WAL budget the run never pauses for WAL")
+    func walBudgetOff() throws {
+        let db = try Self.backlog(400)
+        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"\"\n")
+        #expect(stats["posts_deleted"] == 400)
+        #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "\(stats)")
+    }
+
+    /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.
+    func synchronousCommitSeen(_ extra: String, _ test: String = #function) throws -> [String] {
+        let db = try Self.backlog(50, test)
+        // The database's default is on, so only caretaker's own batch setting can turn it off.
+        try db.connection.execute(script: """
+            ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
+            CREATE TABLE seen (setting text);
+            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO seen VALUES (current_setting('synchronous_commit') || ' ' || current_setting('backend_flush_after'));
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+            """)
+        #expect(try db.runSucceeding("expire-content", extra)["posts_deleted"] == 50)
+        let after = try TemporaryPostgres.shared.connect(database: db.name)
+        #expect(try after.query("SHOW synchronous_commit").first?[0] == "on", "the database default changed")
+        return try db.connection.query("SELECT DISTINCT setting FROM seen").rows.compactMap { $0[0] }
+    }
+
+    @Test("expire-content's batches commit with synchronous_commit = off by default and flush their own writes every 256 kB (SHOW inside a batch)")
+    func asynchronousCommitByDefault() throws {
+        #expect(try synchronousCommitSeen("") == ["off 256kB"])
+    }
+
+    @Test("synchronous_commit = true keeps the database's durable commits in the batches")
+    func synchronousCommitOn() throws {
+        #expect(try synchronousCommitSeen("[jobs.expire-content]\nsynchronous_commit = true\n") == ["on 256kB"])
+        // Without a WAL budget the server's backend_flush_after (0, off) stands.
+        #expect(try synchronousCommitSeen("[jobs.expire-content]\nmax_wal_rate = \"\"\n", "unbudgeted") == ["off 0"])
+    }
+
+    /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
+    static func run(_ job: String, conninfo: String, _ extra: String = "") throws -> JobStats? {
+        let configuration = try ConfigurationLoader.parse("[database]\nurl = \"\(conninfo)\"\n" + extra, file: "test.toml")
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing()) }
+        let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
+            .run(.init(job: configuration.job(named: job)!, trigger: .manual, dryRun: false),
+                 on: try Connection(.init(conninfo: conninfo, applicationName: "test")))
+        guard case .finished(_, .succeeded, let stats, _) = outcome else {
+            Issue.record("\(job) did not succeed: \(outcome)")
+            return nil
+        }
+        return stats
+    }
+
+    @Test("with compress_wal, a sweep compresses its full page images when the role may set wal_compression, and only then")
+    func walCompression() throws {
+        let db = try TestDatabase()
+        let role = "plain_" + db.name
+        try db.connection.execute(script: """
+            INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '9 days');
+            CREATE TABLE seen (setting text);
+            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO seen VALUES (current_setting('wal_compression')); RETURN NULL; END $$;
+            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+            CREATE ROLE "\(role)" LOGIN;
+            GRANT USAGE ON SCHEMA public, caretaker TO "\(role)";
+            GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(role)";
+            GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
+            """)
+        /// A backlog large enough for the sweep; the settings its DELETEs ran with.
+        func sweep(as user: String, compress: Bool = true) throws -> [String] {
+            try db.connection.execute(script: """
+                TRUNCATE seen;
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
+                FROM generate_series(1, 150000);
+                """)
+            try db.connection.query("VACUUM ANALYZE posts")
+            let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing("user=postgres", with: "user=\(user)")
+            let stats = try #require(try Self.run("expire-content", conninfo: conninfo, "[jobs.expire-content]\ncompress_wal = \(compress)\n"))
+            #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
+            return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
+        }
+        // The first batch, on the index path, comes before the sweep and its compression.
+        #expect(try sweep(as: "postgres").contains("lz4"))
+        #expect(try sweep(as: "postgres", compress: false) == ["off"], "compress_wal = false (the default)")
+        #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
+        try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
+        #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
+    }
+
+    @Test("a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
+    func replicaLag() throws {
+        // A cluster of its own: pausing the shared standby's replay would hold every
+        // other test's run (max_replica_lag is on by default).
+        let server = try TemporaryPostgres()
+        defer { try? server.stop() }
+        let name = try server.makeDatabase()
+        let primary = try server.connect(database: name)
+        let standbyConninfo = try server.standbyConninfo(database: name)
+        let standby = try Connection(.init(conninfo: standbyConninfo, applicationName: "test"))
+        // Replay stops; the backlog arrives; the standby receives it but does not apply it.
+        try standby.query("SELECT pg_wal_replay_pause()")
+        defer { _ = try? standby.query("SELECT pg_wal_replay_resume()") }
+        try primary.query("""
+            WITH admin AS (INSERT INTO packs (name, is_admin) VALUES ('admin', true) RETURNING id)
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT (SELECT id FROM admin), 0, now() - interval '3 days' FROM generate_series(1, 300)
+            """)
+        // Until the primary reports a replay lag over the limit (each write brings a reply).
+        var lagging = false
+        for _ in 0..<100 where !lagging {
+            Thread.sleep(forTimeInterval: 0.1)
+            try primary.query("SELECT pg_logical_emit_message(false, 'caretaker-test', 'tick')")
+            lagging = try primary.query("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'")
+                .first?[0] != "0"
+        }
+        #expect(lagging, "the standby never reported a replay lag")
+        // max_replica_lag = "" does not look at the standbys: half the backlog goes at once.
+        let ignoring = try #require(try Self.run("expire-content", conninfo: server.conninfo(database: name), """
+            [jobs.expire-content]
+            batch_size = 50
+            max_runtime = "1h"
+            max_replica_lag = ""
+            """))
+        #expect(ignoring["posts_deleted"] == 300)
+        #expect(!ignoring.counters.contains { $0.name == "replica_wait_ms" }, "\(ignoring)")
+        try primary.query("""
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 300)
+            """)
+        // On a thread of its own: the run below blocks this one.
+        let resumed = Thread {
+            Thread.sleep(forTimeInterval: 2)
+            let again = try? Connection(.init(conninfo: standbyConninfo, applicationName: "test"))
+            _ = try? again?.query("SELECT pg_wal_replay_resume()")
+        }
+        resumed.start()
+        let stats = try #require(try Self.run("expire-content", conninfo: server.conninfo(database: name), """
+            [jobs.expire-content]
+            batch_size = 100
+            max_replica_lag = "200ms"
+            """))
+        #expect(stats["posts_deleted"] == 300)
+        // The run could not go on before replay resumed, well after its first batch.
+        #expect(stats["replica_wait_ms"] >= 1000, "\(stats)")
+    }
+}
