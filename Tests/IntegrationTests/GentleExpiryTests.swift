@@ -54,6 +54,7 @@ import Testing
         try db.connection.execute(script: """
             ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
             CREATE TABLE seen (setting text);
+            GRANT INSERT ON seen TO \(quoteIdentifier(TemporaryPostgres.workerRole));
             CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 INSERT INTO seen VALUES (current_setting('synchronous_commit') || ' ' || current_setting('backend_flush_after'));
