@@ -152,10 +152,16 @@ public final class TemporaryPostgres: Sendable {
             let template = try connect(database: "caretaker_template")
             try Migrator(appSchema: "public").migrate(on: template)
             try template.query("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-            let defaults = try ConfigurationLoader.parse("", file: "defaults")
-            try RuntimeGrants(appSchema: "public", jobs: defaults.jobs).apply(role: Self.workerRole, on: template)
+            try Self.grantWorkerDefaults(appSchema: "public", on: template)
             ready = true
         }
+    }
+
+    /// Grants `workerRole` what the default configuration's jobs need in `appSchema`
+    /// (`migrate --grant`), on a freshly migrated database.
+    public static func grantWorkerDefaults(appSchema: String, on connection: Connection) throws {
+        let defaults = try ConfigurationLoader.parse("", file: "defaults")
+        try RuntimeGrants(appSchema: appSchema, jobs: defaults.jobs).apply(role: workerRole, on: connection)
     }
 
     // MARK: Process plumbing

@@ -22,10 +22,8 @@ public struct TestDatabase: @unchecked Sendable {
         if appSchema != "public" {
             if migrated {
                 try Migrator(appSchema: appSchema).migrate(on: connection)
-                // As the template has them for `public`: the defaults' grants for the worker role.
-                let defaults = try ConfigurationLoader.parse("[database]\napp_schema = \"\(Self.tomlEscaped(appSchema))\"\n",
-                                                            file: "defaults")
-                try RuntimeGrants(appSchema: appSchema, jobs: defaults.jobs).apply(role: TemporaryPostgres.workerRole, on: connection)
+                // As the template has them for `public`.
+                try TemporaryPostgres.grantWorkerDefaults(appSchema: appSchema, on: connection)
             }
             try connection.query("SELECT set_config('search_path', $1, false)", quoteIdentifier(appSchema) + ", public")
         }
