@@ -1,0 +1,137 @@
+import Logging
+import Postgres
+
+/// How a job's batches spare the app: the WAL budget (`max_wal_rate`), `batch_pause`
+/// and the standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's
+/// WAL here and asks it how long to wait before the next one.
+final class WritePacer {
+    private let job: JobConfiguration
+    private let logger: Logger
+
+    init(job: JobConfiguration, logger: Logger) {
+        self.job = job
+        self.logger = logger
+    }
+
+    /// The WAL insert position in bytes, read at both ends of every batch: what the
+    /// batch wrote (with whatever the app wrote meanwhile) is the difference.
+    static let walPosition = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position"
+
+    /// With a WAL budget, the pages a batch's backend has to write out itself (to make
+    /// room in shared buffers) are pushed to disk every 256 kB, as the checkpointer
+    /// does with its own (`checkpoint_flush_after`): left in the kernel's cache (the
+    /// default, 0), a backlog's gigabyte of them is flushed all at once by the next
+    /// checkpoint's fsync, and the app's commits queue behind it.
+    static let backendFlushAfter = "256kB"
+
+    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
+    private(set) var walBytes: Int64 = 0
+    /// WAL the latest batch wrote, in bytes.
+    private(set) var lastBatchWAL: Int64 = 0
+    private var walPacer: WALPacer?
+    /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
+    private var walEnd: Int64 = 0
+    private var throttled: Duration = .zero
+    private var waitedForReplicas: Duration = .zero
+    private var warnedHiddenReplicas = false
+    private var toldOfLaggingReplica = false
+
+    /// Books a batch's WAL (positions read at its start and just before its commit) on
+    /// the budget, from the instant the batch started: its own run time counts.
+    func book(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
+        guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
+        walEnd = to
+        lastBatchWAL = max(0, to - from)
+        walBytes += lastBatchWAL
+        guard let rate = job.maxWALRate else { return }
+        if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
+        walPacer?.spend(lastBatchWAL, at: started)
+    }
+
+    /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
+    /// budget (`max_wal_rate`), and, while a streaming standby replays further behind
+    /// than `max_replica_lag`, until it has replayed the latest batch.
+    func pause(on connection: Connection, shouldStop: () -> Bool) {
+        let owed = walPacer?.pause(at: .now) ?? .zero
+        if owed > job.batchPause { throttled += owed - job.batchPause }
+        let pause = max(job.batchPause, owed)
+        if pause > .zero { OSThread.sleep(for: pause) }
+        if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
+    }
+
+    /// How often a lagging standby is asked again.
+    static let replicaPoll: Duration = .milliseconds(100)
+
+    /// Polls `pg_stat_replication` until no standby both reports a replay lag over
+    /// `limit` and has yet to replay the latest batch (a standby that caught up
+    /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
+    /// other roles' WAL senders: without it, warns once and does not wait.
+    private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
+        while !shouldStop() {
+            guard let lag = try? connection.query("""
+                SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                       count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
+                                          AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
+                FROM pg_stat_replication
+                """, limit.microseconds, walEnd).first else { break }
+            if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
+                warnedHiddenReplicas = true
+                logger.warning("""
+                    a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
+                    grant it pg_read_all_stats (or pg_monitor)
+                    """)
+            }
+            guard lag.int("behind") ?? 0 > 0 else { break }
+            if !toldOfLaggingReplica {
+                toldOfLaggingReplica = true
+                logger.info("a standby replays further behind than max_replica_lag; batches wait for it",
+                            metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+            }
+            OSThread.sleep(for: Self.replicaPoll)
+            waitedForReplicas += Self.replicaPoll
+        }
+    }
+
+    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them.
+    func addStats(to stats: inout JobStats) {
+        if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
+    }
+}
+
+extension JobContext {
+    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
+    public var walBytes: Int64 { pacer.walBytes }
+    /// WAL the latest batch wrote, in bytes.
+    public var lastBatchWAL: Int64 { pacer.lastBatchWAL }
+
+    /// Waits as the job's budgets ask between two batches (`WritePacer.pause`);
+    /// not at all when the run is to stop.
+    public func pauseBetweenBatches() {
+        guard !shouldStop else { return }
+        pacer.pause(on: connection) { shouldStop }
+    }
+}
+
+/// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`
+/// of the budget's time line, from when it started or when the previous booking
+/// ends, whichever is later; the next batch waits until the booking ends, so the
+/// batches' own run time counts and the WAL goes at the rate set. A run never
+/// saves up budget while it is not writing, so it cannot burst.
+struct WALPacer {
+    let bytesPerSecond: Int64
+    private var bookedUntil: ContinuousClock.Instant?
+
+    init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
+
+    mutating func spend(_ bytes: Int64, at instant: ContinuousClock.Instant) {
+        let start = max(bookedUntil ?? instant, instant)
+        bookedUntil = start + .microseconds(Int64(Double(bytes) * 1_000_000 / Double(bytesPerSecond)))
+    }
+
+    /// How long to wait at `instant` before the next batch.
+    func pause(at instant: ContinuousClock.Instant) -> Duration {
+        guard let bookedUntil, bookedUntil > instant else { return .zero }
+        return bookedUntil - instant
+    }
+}
