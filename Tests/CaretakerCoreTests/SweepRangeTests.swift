@@ -97,10 +97,10 @@ import Testing
         #expect(free.pages == 128)
     }
 
-    @Test("the limit is what the budget allows in 10 ms, or in batch_pause when that is longer")
+    @Test("the limit is what the budget allows in 5 ms, or in batch_pause when that is longer")
     func limit() {
-        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20) == 671_088)
-        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20, batchPause: .milliseconds(5)) == 671_088)
+        #expect(ExpireContent.sweepWALLimit(rate: 128 << 20) == 671_088)
+        #expect(ExpireContent.sweepWALLimit(rate: 128 << 20, batchPause: .milliseconds(2)) == 671_088)
         #expect(ExpireContent.sweepWALLimit(rate: 16 << 20, batchPause: .milliseconds(100)) == 1_677_721)
         #expect(ExpireContent.sweepWALLimit(rate: 1) == 1)
     }

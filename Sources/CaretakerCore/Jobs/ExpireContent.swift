@@ -38,10 +38,10 @@ struct ExpireContent: Job {
     /// nearer the single statement's speed; 20 ms stays far below the 50 ms p99
     /// the app can live with (BENCHMARKS.md). Ranges never exceed `batch_size` pages.
     static let sweepTargetDuration: Duration = .milliseconds(20)
-    /// With a WAL budget, one sweep range writes at most what the budget allows in this
-    /// long (64 MB/s: about 640 kB, some 65 pages): small enough that an app commit
-    /// queued behind its flush waits about as long as for its own.
-    static let sweepWALBurst: Duration = .milliseconds(10)
+    /// With a WAL budget, one sweep range writes at most what the budget's ceiling allows
+    /// in this long (128 MB/s: about 640 kB, some 65 pages): small enough that an app
+    /// commit queued behind its flush waits about as long as for its own.
+    static let sweepWALBurst: Duration = .milliseconds(5)
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
     static let sweepLockTimeout: Duration = .milliseconds(50)
 

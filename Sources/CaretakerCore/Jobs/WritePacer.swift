@@ -1,9 +1,10 @@
 import Logging
 import Postgres
 
-/// How a job's batches spare the app: the WAL budget (`max_wal_rate`), `batch_pause`
-/// and the standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's
-/// WAL here and asks it how long to wait before the next one.
+/// How a job's batches spare the app: the WAL budget (`max_wal_rate`, steered by
+/// `max_commit_slowdown`), `batch_pause` and the standbys' replay lag
+/// (`max_replica_lag`). `JobContext` books every batch's WAL here and asks it how
+/// long to wait before the next one.
 final class WritePacer {
     private let job: JobConfiguration
     private let logger: Logger
@@ -11,6 +12,10 @@ final class WritePacer {
     init(job: JobConfiguration, logger: Logger) {
         self.job = job
         self.logger = logger
+        if let ceiling = job.maxWALRate {
+            budget = job.maxCommitSlowdown.map { WriteBudget(ceiling: ceiling, slowdownPercent: $0) }
+            walPacer = WALPacer(bytesPerSecond: budget?.bytesPerSecond ?? ceiling)
+        }
     }
 
     /// The WAL insert position in bytes, read at both ends of every batch: what the
@@ -29,6 +34,9 @@ final class WritePacer {
     /// WAL the latest batch wrote, in bytes.
     private(set) var lastBatchWAL: Int64 = 0
     private var walPacer: WALPacer?
+    /// The rate the WAL budget follows, when it adapts (`max_commit_slowdown`).
+    private var budget: WriteBudget?
+    private var lastProbe: ContinuousClock.Instant?
     /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
     private var walEnd: Int64 = 0
     private var throttled: Duration = .zero
@@ -43,8 +51,6 @@ final class WritePacer {
         walEnd = to
         lastBatchWAL = max(0, to - from)
         walBytes += lastBatchWAL
-        guard let rate = job.maxWALRate else { return }
-        if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
         walPacer?.spend(lastBatchWAL, at: started)
     }
 
@@ -52,12 +58,39 @@ final class WritePacer {
     /// budget (`max_wal_rate`), and, while a streaming standby replays further behind
     /// than `max_replica_lag`, until it has replayed the latest batch.
     func pause(on connection: Connection, shouldStop: () -> Bool) {
+        if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
+            probeCommit(on: connection)
+        }
         let owed = walPacer?.pause(at: .now) ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
         let pause = max(job.batchPause, owed)
         if pause > .zero { OSThread.sleep(for: pause) }
         if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
     }
+
+    /// Times what a commit costs now, as an app's would: a transaction that takes an
+    /// xid and commits durably, so its commit waits for the flush of all the WAL
+    /// before it (the batches' included). The budget follows what it finds. The
+    /// time spent counts as part of the pause that follows. A probe that fails
+    /// (e.g. a read-only standby) turns the adaptation off for the run.
+    private func probeCommit(on connection: Connection) {
+        let started = ContinuousClock.now
+        lastProbe = started
+        do {
+            try connection.pipeline([.init("BEGIN"), .init(Self.commitProbe), .init("COMMIT")])
+        } catch {
+            if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
+            logger.warning("the commit probe failed, so the WAL budget stays where it is for this run",
+                           metadata: ["error": "\(error)"])
+            budget = nil
+            return
+        }
+        budget?.observe(commit: .now - started)
+        if let budget { walPacer?.bytesPerSecond = budget.bytesPerSecond }
+    }
+
+    /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
+    static let commitProbe = "SELECT set_config('synchronous_commit', 'on', true), txid_current()"
 
     /// How often a lagging standby is asked again.
     static let replicaPoll: Duration = .milliseconds(100)
@@ -92,9 +125,15 @@ final class WritePacer {
         }
     }
 
-    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them.
+    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them; with an
+    /// adaptive budget, `budget_cuts` and the lowest and last rate (`wal_rate_*_kbps`).
     func addStats(to stats: inout JobStats) {
         if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if let budget, lastProbe != nil {
+            stats.add("budget_cuts", budget.cuts)
+            stats.add("wal_rate_lowest_kbps", Int(budget.lowest / 1024))
+            stats.add("wal_rate_last_kbps", Int(budget.bytesPerSecond / 1024))
+        }
         if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
     }
 }
@@ -119,7 +158,10 @@ extension JobContext {
 /// batches' own run time counts and the WAL goes at the rate set. A run never
 /// saves up budget while it is not writing, so it cannot burst.
 struct WALPacer {
-    let bytesPerSecond: Int64
+    /// The rate later bookings are made at (earlier ones keep theirs).
+    var bytesPerSecond: Int64 {
+        didSet { bytesPerSecond = max(1, bytesPerSecond) }
+    }
     private var bookedUntil: ContinuousClock.Instant?
 
     init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
@@ -133,5 +175,56 @@ struct WALPacer {
     func pause(at instant: ContinuousClock.Instant) -> Duration {
         guard let bookedUntil, bookedUntil > instant else { return .zero }
         return bookedUntil - instant
+    }
+}
+
+/// The WAL budget's rate, adapting in the manner of TCP's congestion control (AIMD)
+/// to what a commit costs: a commit probe every `probeInterval`; when one takes more
+/// than `slowdownPercent` longer than the quietest seen this run (plus `jitter`),
+/// the app's commits are being held up, and the rate halves; otherwise it grows by
+/// `1/16` of `ceiling`, so it climbs back from the floor in about 1.6 s. It starts
+/// at half of `ceiling` (`max_wal_rate`) and stays between `ceiling ÷ 16` and
+/// `ceiling`. The quietest commit is the run's own reference, so the same rule
+/// holds on an SSD and on an SD card, whatever the app's transactions look like.
+struct WriteBudget {
+    static let probeInterval: Duration = .milliseconds(100)
+    /// A commit this much slower than the quietest never counts as held up (an fsync's jitter on a fast disk).
+    static let jitter: Duration = .microseconds(500)
+    static let increaseShare = 16
+    static let floorShare: Int64 = 16
+
+    let ceiling: Int64
+    let slowdownPercent: Int
+    private(set) var bytesPerSecond: Int64
+    /// The lowest rate the run went down to.
+    private(set) var lowest: Int64
+    /// How many times the rate was cut.
+    private(set) var cuts = 0
+    private(set) var quietest: Duration?
+
+    init(ceiling: Int64, slowdownPercent: Int) {
+        self.ceiling = max(Self.floorShare, ceiling)
+        self.slowdownPercent = slowdownPercent
+        bytesPerSecond = self.ceiling / 2
+        lowest = bytesPerSecond
+    }
+
+    var floor: Int64 { ceiling / Self.floorShare }
+
+    /// True when a commit that took `latency` was held up, against the quietest so far.
+    func heldUp(_ latency: Duration) -> Bool {
+        guard let quietest else { return false }
+        return latency > quietest * (100 + slowdownPercent) / 100 + Self.jitter
+    }
+
+    mutating func observe(commit latency: Duration) {
+        if heldUp(latency) {
+            bytesPerSecond = max(floor, bytesPerSecond / 2)
+            cuts += 1
+        } else {
+            bytesPerSecond = min(ceiling, bytesPerSecond + ceiling / Int64(Self.increaseShare))
+        }
+        lowest = min(lowest, bytesPerSecond)
+        quietest = min(quietest ?? latency, latency)
     }
 }
