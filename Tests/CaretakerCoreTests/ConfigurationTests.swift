@@ -78,7 +78,7 @@ import Testing
         let defaults = try parse("")
         let expire = try #require(defaults.job(named: "expire-content"))
         #expect(expire.maxWALRate == 128 << 20)
-        #expect(expire.maxCommitSlowdown == 50)
+        #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(!expire.synchronousCommit)
         guard case .expireContent(let expiry) = expire.settings else { Issue.record("wrong settings"); return }

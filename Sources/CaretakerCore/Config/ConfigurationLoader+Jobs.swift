@@ -15,7 +15,7 @@ extension ConfigurationLoader {
     static let lowFootprintMaxWALRate: Int64 = 16 << 20
     /// `max_commit_slowdown`: how much slower than the run's quietest a commit may get
     /// before the WAL budget is cut (`WriteBudget`).
-    static let defaultMaxCommitSlowdown = 50
+    static let defaultMaxCommitSlowdown = 100
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
 

@@ -55,24 +55,27 @@ final class WritePacer {
     }
 
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
-    /// budget (`max_wal_rate`), and, while a streaming standby replays further behind
-    /// than `max_replica_lag`, until it has replayed the latest batch.
+    /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
+    /// while a streaming standby replays further behind than `max_replica_lag`,
+    /// until it has replayed the latest batch.
     func pause(on connection: Connection, shouldStop: () -> Bool) {
-        if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
-            probeCommit(on: connection)
-        }
         let owed = walPacer?.pause(at: .now) ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
         let pause = max(job.batchPause, owed)
         if pause > .zero { OSThread.sleep(for: pause) }
+        if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
+            probeCommit(on: connection)
+        }
         if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
     }
 
     /// Times what a commit costs now, as an app's would: a transaction that takes an
     /// xid and commits durably, so its commit waits for the flush of all the WAL
-    /// before it (the batches' included). The budget follows what it finds. The
-    /// time spent counts as part of the pause that follows. A probe that fails
-    /// (e.g. a read-only standby) turns the adaptation off for the run.
+    /// before it. It runs after the pause, not straight after a batch, so that it
+    /// meets what an app's commit at any moment meets (the WAL writer has had its
+    /// chance at the batch's WAL) rather than always the flush of the latest range.
+    /// The budget follows what it finds. A probe that fails (e.g. a read-only
+    /// standby) turns the adaptation off for the run.
     private func probeCommit(on connection: Connection) {
         let started = ContinuousClock.now
         lastProbe = started
@@ -189,7 +192,7 @@ struct WALPacer {
 struct WriteBudget {
     static let probeInterval: Duration = .milliseconds(100)
     /// A commit this much slower than the quietest never counts as held up (an fsync's jitter on a fast disk).
-    static let jitter: Duration = .microseconds(500)
+    static let jitter: Duration = .milliseconds(1)
     static let increaseShare = 16
     static let floorShare: Int64 = 16
 
