@@ -73,7 +73,7 @@ struct ExpireContentQueries {
         // of it alone has more likes than the pack may have and be due. That is one
         // index-only probe of `posts (pack_id, likes)` (migration 8) per pack, and it
         // settles almost every pack that is not due. It is computed in float8 and
-        // compared one like higher, so rounding never keeps a due pack; packs past the
+        // compared one like higher, so rounding never leaves a due pack out; packs past the
         // maximum lifetime (due whatever their popularity) always pass it. `OFFSET 0`
         // keeps the planner from testing `packDue` first.
         let likesCeiling = """
