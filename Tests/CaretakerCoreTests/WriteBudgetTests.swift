@@ -66,4 +66,24 @@ import Testing
         pacer.bytesPerSecond = 0
         #expect(pacer.bytesPerSecond == 1)
     }
+
+    @Test("no checkpoint cap until half of what requests a checkpoint is written; then checkpoints 10 s apart")
+    func checkpointCap() {
+        let distance: Int64 = 135 * mb            // max_wal_size 256MB, checkpoint_completion_target 0.9
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2 - 1, checkpointDistance: distance) == nil)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2, checkpointDistance: distance) == 14_155_776)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: 3 * distance, checkpointDistance: distance) == 14_155_776)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: 1, checkpointDistance: 0) == nil)
+    }
+
+    @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")
+    func capAndAIMD() {
+        var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)
+        budget.checkpointCap = 10 * mb
+        #expect(budget.bytesPerSecond == 10 * mb && budget.lowest == 10 * mb)
+        budget.observe(commit: .milliseconds(1))
+        #expect(budget.aimdRate == 72 * mb && budget.bytesPerSecond == 10 * mb)
+        budget.checkpointCap = nil
+        #expect(budget.bytesPerSecond == 72 * mb)
+    }
 }

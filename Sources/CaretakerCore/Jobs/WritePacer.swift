@@ -89,7 +89,29 @@ final class WritePacer {
             return
         }
         budget?.observe(commit: .now - started)
+        budget?.checkpointCap = checkpointCap(on: connection)
         if let budget { walPacer?.bytesPerSecond = budget.bytesPerSecond }
+    }
+
+    /// WAL that requests a checkpoint (`max_wal_size ÷ (1 + checkpoint_completion_target)`),
+    /// read at the first probe; `0` when it could not be read (no cap then).
+    private var checkpointDistance: Int64?
+
+    /// The rate `WriteBudget.checkpointCap` allows now, from the WAL written since the
+    /// latest checkpoint's redo point (`pg_control_checkpoint()`, which any role may call
+    /// on PostgreSQL 15). `nil` when it cannot be read.
+    private func checkpointCap(on connection: Connection) -> Int64? {
+        if checkpointDistance == nil {
+            checkpointDistance = (try? connection.query("""
+                SELECT (pg_size_bytes(current_setting('max_wal_size'))
+                        / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                """).first?.int64("distance")) ?? 0
+        }
+        guard let distance = checkpointDistance, distance > 0,
+              let written = try? connection.query("""
+                SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
+                """).first?.int64("written") else { return nil }
+        return WriteBudget.checkpointCap(writtenSinceRedo: written, checkpointDistance: distance)
     }
 
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
@@ -189,6 +211,7 @@ struct WALPacer {
 /// at half of `ceiling` (`max_wal_rate`) and stays between `ceiling ÷ 16` and
 /// `ceiling`. The quietest commit is the run's own reference, so the same rule
 /// holds on an SSD and on an SD card, whatever the app's transactions look like.
+/// While a backlog forces checkpoints, `checkpointCap` also holds the rate down.
 struct WriteBudget {
     static let probeInterval: Duration = .milliseconds(100)
     /// A commit this much slower than the quietest never counts as held up (an fsync's jitter on a fast disk).
@@ -198,7 +221,8 @@ struct WriteBudget {
 
     let ceiling: Int64
     let slowdownPercent: Int
-    private(set) var bytesPerSecond: Int64
+    /// The AIMD rate, before the checkpoint cap.
+    private(set) var aimdRate: Int64
     /// The lowest rate the run went down to.
     private(set) var lowest: Int64
     /// How many times the rate was cut.
@@ -208,8 +232,8 @@ struct WriteBudget {
     init(ceiling: Int64, slowdownPercent: Int) {
         self.ceiling = max(Self.floorShare, ceiling)
         self.slowdownPercent = slowdownPercent
-        bytesPerSecond = self.ceiling / 2
-        lowest = bytesPerSecond
+        aimdRate = self.ceiling / 2
+        lowest = aimdRate
     }
 
     var floor: Int64 { ceiling / Self.floorShare }
@@ -220,12 +244,33 @@ struct WriteBudget {
         return latency > quietest * (100 + slowdownPercent) / 100 + Self.jitter
     }
 
+    /// A cap on the rate while a backlog forces checkpoints (`checkpointCap(…)`); `nil`: none.
+    var checkpointCap: Int64? {
+        didSet { lowest = min(lowest, bytesPerSecond) }
+    }
+
+    /// The rate the WAL pacer books at: the AIMD rate, under the checkpoint cap.
+    var bytesPerSecond: Int64 { max(1, min(aimdRate, checkpointCap ?? aimdRate)) }
+
+    /// Once the WAL written since the latest checkpoint's redo point reaches half of
+    /// what requests a checkpoint, this backlog will force checkpoints. Each one makes
+    /// the app's next change of every page it touches a full page image, and writes out
+    /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
+    /// them at least `checkpointSpacing` apart (`max_wal_size = 256MB`: 13.5 MB/s;
+    /// 1GB: 54 MB/s). Below half the distance, no cap: a backlog that fits stays fast.
+    static func checkpointCap(writtenSinceRedo written: Int64, checkpointDistance distance: Int64) -> Int64? {
+        guard distance > 0, written >= distance / 2 else { return nil }
+        return max(1, distance * 1_000_000 / checkpointSpacing.microseconds)
+    }
+
+    static let checkpointSpacing: Duration = .seconds(10)
+
     mutating func observe(commit latency: Duration) {
         if heldUp(latency) {
-            bytesPerSecond = max(floor, bytesPerSecond / 2)
+            aimdRate = max(floor, aimdRate / 2)
             cuts += 1
         } else {
-            bytesPerSecond = min(ceiling, bytesPerSecond + ceiling / Int64(Self.increaseShare))
+            aimdRate = min(ceiling, aimdRate + ceiling / Int64(Self.increaseShare))
         }
         lowest = min(lowest, bytesPerSecond)
         quietest = min(quietest ?? latency, latency)
