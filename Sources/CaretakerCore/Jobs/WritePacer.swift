@@ -71,11 +71,13 @@ final class WritePacer {
 
     /// Times what a commit costs now, as an app's would: a transaction that takes an
     /// xid and commits durably, so its commit waits for the flush of all the WAL
-    /// before it. It runs after the pause, not straight after a batch, so that it
-    /// meets what an app's commit at any moment meets (the WAL writer has had its
-    /// chance at the batch's WAL) rather than always the flush of the latest range.
-    /// The budget follows what it finds. A probe that fails (e.g. a read-only
-    /// standby) turns the adaptation off for the run.
+    /// before it. It runs after the pause, not straight after a batch: there it would
+    /// always time the flush of the latest range (bounded to 640 kB anyway); after
+    /// the pause it sees lasting congestion, such as checkpoints or another
+    /// process's I/O. It does not see the full page images the app writes after
+    /// each checkpoint: `checkpointCap` is for those. The budget follows what it
+    /// finds. A probe that fails (e.g. a read-only standby) turns the adaptation
+    /// off for the run.
     private func probeCommit(on connection: Connection) {
         let started = ContinuousClock.now
         lastProbe = started
