@@ -89,19 +89,19 @@ private final class SendTempPasswordsPass {
         }
     }
 
-    /// One request, start to finish (see the type's documentation for the order).
+    /// One request, start to finish (`docs/send-temp-passwords.md` has the order and why).
     /// A request whose rows the app holds or protects waits for the next run (`requests_blocked`).
     private func handle(request id: Int64) throws {
         if context.dryRun { return try preview(request: id) }
-        let step: Step
+        let claim: ClaimOutcome
         do {
             let password = try newPasswordIfDue(id)
-            step = try context.inBatch { try self.claimAndPrepare(id, password: password, on: $0) }
+            claim = try context.inBatch { try self.claimAndPrepare(id, password: password, on: $0) }
         } catch let error as PostgresError where error.isRowLevel {
             context.block("requests_blocked", id: id, error)
             return
         }
-        switch step {
+        switch claim {
         case .notDue:
             break
         case .settled(let status, let reason):
@@ -113,7 +113,7 @@ private final class SendTempPasswordsPass {
     }
 
     /// What transaction A decided.
-    private enum Step {
+    private enum ClaimOutcome {
         /// Not `pending`/due any more, locked by someone else, or the account changed meanwhile.
         case notDue
         /// `ignored` or `failed`, committed.
@@ -157,7 +157,7 @@ private final class SendTempPasswordsPass {
     }
 
     /// Transaction A: locks the request, decides, and settles it or prepares the send.
-    private func claimAndPrepare(_ id: Int64, password: NewPassword?, on connection: Connection) throws -> Step {
+    private func claimAndPrepare(_ id: Int64, password: NewPassword?, on connection: Connection) throws -> ClaimOutcome {
         guard let request = try connection.query(queries.claimRequest, id).first.map(ResetRequest.init) else {
             return .notDue
         }
@@ -179,7 +179,7 @@ private final class SendTempPasswordsPass {
 
     /// Transaction A, send branch: new password, stored hash, request in flight, the message.
     private func prepareSend(_ request: ResetRequest, _ account: ResetAccount, _ address: MailAddress,
-                             _ password: NewPassword, on connection: Connection) throws -> Step {
+                             _ password: NewPassword, on connection: Connection) throws -> ClaimOutcome {
         let (transport, from) = try mailSetup()
         let hash = password.hash
         guard let stored = try connection.query(queries.storePassword, account.id, account.email, hash,
