@@ -308,6 +308,25 @@ public final class JobContext: @unchecked Sendable {
         return committed
     }
 
+    /// One batch that changes up to `batch_size` rows with the single statement
+    /// `change`. When a row the app protects refuses it, the batch again one row
+    /// at a time (`oneByOne`): `candidates`, with the same parameters, selects the
+    /// batch's keys (its first column), and `changeOne` changes one of them. Returns
+    /// how many rows the batch looked at (what `repeatBatches` wants) and how many
+    /// it changed.
+    public func changeBatch(_ change: String, orOneByOne candidates: String, _ parameters: [any PostgresBindable],
+                            counter: String, _ changeOne: (Connection, String) throws -> Int)
+        throws -> (handled: Int, changed: Int) {
+        do {
+            let changed = try inBatch { try $0.query(change, parameters).affectedRows }
+            return (changed, changed)
+        } catch let error as PostgresError where error.isRowLevel {
+            let keys = try inBatch { try $0.query(candidates, parameters).rows.compactMap { $0[0] } }
+            let changed = try oneByOne(keys, counter: counter, changeOne)
+            return (keys.count, changed.reduce(0, +))
+        }
+    }
+
     /// The ids counted under `counter` so far, as an array parameter for a query to
     /// leave them out (`id <> ALL($n)`: PostgreSQL takes the type from `id`).
     public func blockedIDs(_ counter: String) -> PostgresArray {

@@ -55,22 +55,16 @@ private final class LogoutInactivePass {
         try context.repeatBatches(revokeBatch)
     }
 
-    /// Revokes up to `batch_size` idle sessions; returns how many it handled.
+    /// Revokes up to `batch_size` idle sessions (one at a time when the app
+    /// protects one: a trigger, a lock); returns how many it looked at.
     private func revokeBatch() throws -> Int {
         let parameters: [any PostgresBindable] = [timeout, context.job.batchSize, context.blockedIDs("sessions_blocked")]
-        do {
-            let revoked = try context.inBatch { try $0.query(queries.revokeIdle, parameters).affectedRows }
-            stats.add("sessions_revoked", revoked)
-            return revoked
-        } catch let error as PostgresError where error.isRowLevel {
-            // A session the app protects (a trigger, a lock): the batch again, one session at a time.
-            let idle = try context.inBatch { try $0.query(queries.idleSessions, parameters).rows.compactMap { $0["id"] } }
-            let revoked = try context.oneByOne(idle, counter: "sessions_blocked") { connection, id in
-                try connection.query(queries.revokeOne, timeout, id).affectedRows
-            }
-            stats.add("sessions_revoked", revoked.reduce(0, +))
-            return idle.count
+        let batch = try context.changeBatch(queries.revokeIdle, orOneByOne: queries.idleSessions, parameters,
+                                            counter: "sessions_blocked") { connection, id in
+            try connection.query(queries.revokeOne, timeout, id).affectedRows
         }
+        stats.add("sessions_revoked", batch.changed)
+        return batch.handled
     }
 }
 

@@ -43,27 +43,16 @@ struct Prune: Job {
             try context.repeatBatches {
                 let parameters: [any PostgresBindable] = [target.keep.microseconds, context.job.batchSize,
                                                           context.blockedIDs(blockedCounter)]
-                do {
-                    let deleted = try context.inBatch { connection in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
-                            """, parameters).affectedRows
-                    }
-                    stats.add(target.counter, deleted)
-                    return deleted
-                } catch let error as PostgresError where error.isRowLevel {
-                    // A row the app still references: the batch again, one row at a time.
-                    let keys = try context.inBatch { connection in
-                        try connection.query(candidates, parameters).rows.compactMap { $0["key"] }
-                    }
-                    let deleted = try context.oneByOne(keys, counter: blockedCounter) { connection, key in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
-                            """, target.keep.microseconds, key).affectedRows
-                    }
-                    stats.add(target.counter, deleted.reduce(0, +))
-                    return keys.count
+                // A row the app still references is deleted on its own, or left.
+                let batch = try context.changeBatch("""
+                    DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
+                    """, orOneByOne: candidates, parameters, counter: blockedCounter) { connection, key in
+                    try connection.query("""
+                        DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
+                        """, target.keep.microseconds, key).affectedRows
                 }
+                stats.add(target.counter, batch.changed)
+                return batch.handled
             }
         }
         return stats

@@ -53,21 +53,15 @@ private final class SendTempPasswordsPass {
             stats.add("temp_passwords_cleared", due)
             return
         }
+        // An account the app protects (a trigger, a lock) is cleared on its own, or left.
         try context.repeatBatches {
             let parameters: [any PostgresBindable] = [context.job.batchSize, context.blockedIDs("temp_passwords_blocked")]
-            do {
-                let cleared = try context.inBatch { try $0.query(queries.clearExpired, parameters).affectedRows }
-                stats.add("temp_passwords_cleared", cleared)
-                return cleared
-            } catch let error as PostgresError where error.isRowLevel {
-                // An account the app protects (a trigger, a lock): the batch again, one account at a time.
-                let users = try context.inBatch { try $0.query(queries.expiredUsers, parameters).rows.compactMap { $0.int64("id") } }
-                let cleared = try context.oneByOne(users, counter: "temp_passwords_blocked") { connection, id in
-                    try connection.query(queries.clearExpiredOne, id).affectedRows
-                }
-                stats.add("temp_passwords_cleared", cleared.reduce(0, +))
-                return users.count
+            let batch = try context.changeBatch(queries.clearExpired, orOneByOne: queries.expiredUsers, parameters,
+                                                counter: "temp_passwords_blocked") { connection, id in
+                try connection.query(queries.clearExpiredOne, id).affectedRows
             }
+            stats.add("temp_passwords_cleared", batch.changed)
+            return batch.handled
         }
     }
 
