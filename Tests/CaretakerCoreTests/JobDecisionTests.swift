@@ -103,3 +103,19 @@ import Testing
         #expect(cursor.parameters.map(\.postgresText) == ["12"])
     }
 }
+
+/// `expire-content`'s choice between the index path and the page sweep, from a sample of the heap.
+@Suite struct PostPathTests {
+    @Test("a large table with a fifth or more of its sample due is swept; a little less stays on the index path")
+    func share() {
+        #expect(ExpireContent.postPath(pages: 2_000, sampled: 100, due: 20) == .sweep(pages: 2_000))
+        #expect(ExpireContent.postPath(pages: 2_000, sampled: 100, due: 19) == .index)
+        #expect(ExpireContent.postPath(pages: 50_000, sampled: 1_000, due: 1_000) == .sweep(pages: 50_000))
+    }
+
+    @Test("below 2,000 pages, or with nothing sampled, the index path")
+    func smallOrEmpty() {
+        #expect(ExpireContent.postPath(pages: 1_999, sampled: 100, due: 100) == .index)
+        #expect(ExpireContent.postPath(pages: 2_000, sampled: 0, due: 0) == .index)
+    }
+}

@@ -51,6 +51,15 @@ struct ExpireContent: Job {
         return pass.counters.stats
     }
 
+    /// How to delete posts from a heap of `pages` pages, of whose sampled rows
+    /// `due` are due: the page sweep when the table is large and at least
+    /// `sweepMinimumDueShare` of it is due, else the index path.
+    static func postPath(pages: Int64, sampled: Int, due: Int) -> PostPath {
+        guard pages >= sweepMinimumPages, sampled > 0,
+              Double(due) / Double(sampled) >= sweepMinimumDueShare else { return .index }
+        return .sweep(pages: pages)
+    }
+
     /// Row addresses on `samplePages` pages spread evenly over a heap of `pages` pages,
     /// as a `tid[]` parameter (addresses without a row are simply not found).
     static func sampleRows(pages: Int64) -> String {
@@ -189,10 +198,16 @@ private final class ExpireContentPass {
 
     // MARK: The page sweep
 
-    /// Samples the heap: the sweep when much of a large table is due, else the index path.
+    /// Samples the heap of a large table: the sweep when much of it is due, else the index path.
     private func sweepDecision() throws -> PostPath {
         let pages = try heapPages()
-        return try shouldSweep(pages: pages) ? .sweep(pages: pages) : .index
+        guard pages >= ExpireContent.sweepMinimumPages else { return .index }
+        let sample = try sampleDuePosts(pages: pages)
+        if sample.sampled > 0 {
+            context.logger.debug("sampled posts", metadata: [
+                "pages": "\(pages)", "due_share": "\(Double(sample.due) / Double(sample.sampled))"])
+        }
+        return ExpireContent.postPath(pages: pages, sampled: sample.sampled, due: sample.due)
     }
 
     /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
@@ -202,10 +217,9 @@ private final class ExpireContentPass {
             """, context.schema + ".posts").first?.int64("pages") ?? 0
     }
 
-    /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
-    private func shouldSweep(pages size: Int64) throws -> Bool {
+    /// How many posts a sample of the heap's `pages` pages found, and how many of them are due.
+    private func sampleDuePosts(pages: Int64) throws -> (sampled: Int, due: Int) {
         let s = context.schema
-        guard size >= ExpireContent.sweepMinimumPages else { return false }
         // A fixed number of pages spread over the heap, read by a TID scan: the cost
         // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
         let sample = try context.inBatch { connection in
@@ -216,13 +230,9 @@ private final class ExpireContentPass {
                 SELECT count(*) AS sampled,
                        count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
                 FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
-                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: size)]).first
+                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]).first
         }
-        let sampled = Double(sample?.int("sampled") ?? 0)
-        guard sampled > 0 else { return false }
-        let share = Double(sample?.int("due") ?? 0) / sampled
-        context.logger.debug("sampled posts", metadata: ["pages": "\(size)", "due_share": "\(share)"])
-        return share >= ExpireContent.sweepMinimumDueShare
+        return (sample?.int("sampled") ?? 0, sample?.int("due") ?? 0)
     }
 
     /// Deletes due posts range by range over the heap, each range one transaction
