@@ -39,7 +39,7 @@ import Testing
 
 /// `batch_p99_ms` / `batch_max_ms`: exact nearest-rank values without re-sorting every batch.
 @Suite struct BatchDurationTests {
-    /// What `Progress` reported before: sort everything, take rank ⌈0.99 n⌉.
+    /// What `ExpireContentCounters` reported before: sort everything, take rank ⌈0.99 n⌉.
     static func sortedP99(_ milliseconds: [Int]) -> Int {
         let sorted = milliseconds.sorted()
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
@@ -63,15 +63,15 @@ import Testing
         }
     }
 
-    @Test("Progress rounds each batch up to whole milliseconds, as before")
-    func progress() {
-        var progress = Progress()
+    @Test("ExpireContentCounters rounds each batch up to whole milliseconds, as before")
+    func batchDurations() {
+        var counters = ExpireContentCounters()
         for microseconds in [400, 1_000, 1_001, 7_500] {
-            progress.record(Deleted(posts: 1), batch: .microseconds(microseconds))
+            counters.record(DeletedRows(posts: 1), batch: .microseconds(microseconds))
         }
-        #expect(progress.stats["batch_p99_ms"] == 8)
-        #expect(progress.stats["batch_max_ms"] == 8)
-        #expect(progress.stats["batches"] == 4 && progress.stats["posts_deleted"] == 4)
+        #expect(counters.stats["batch_p99_ms"] == 8)
+        #expect(counters.stats["batch_max_ms"] == 8)
+        #expect(counters.stats["batches"] == 4 && counters.stats["posts_deleted"] == 4)
         #expect(MillisecondHistogram().percentile(0.99) == 0)
     }
 }

@@ -40,35 +40,22 @@ struct Prune: Job {
                 SELECT \(target.key) AS key FROM \(target.table) WHERE \(target.condition) AND \(target.key) <> ALL($3)
                 LIMIT $2
                 """
-            while !context.shouldStop {
+            try context.repeatBatches {
                 let parameters: [any PostgresBindable] = [target.keep.microseconds, context.job.batchSize,
                                                           context.blockedIDs(blockedCounter)]
-                let handled: Int
-                do {
-                    handled = try context.inBatch { connection in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
-                            """, parameters).affectedRows
-                    }
-                    stats.add(target.counter, handled)
-                } catch let error as PostgresError where error.isRowLevel {
-                    // A row the app still references: the batch again, one row at a time.
-                    let keys = try context.inBatch { connection in
-                        try connection.query(candidates, parameters).rows.compactMap { $0["key"] }
-                    }
-                    handled = keys.count
-                    let deleted = try context.oneByOne(keys, counter: blockedCounter) { connection, key in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
-                            """, target.keep.microseconds, key).affectedRows
-                    }
-                    stats.add(target.counter, deleted.reduce(0, +))
+                // A row the app still references is deleted on its own, or left.
+                let batch = try context.changeBatch("""
+                    DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
+                    """, orOneByOne: candidates, parameters, counter: blockedCounter) { connection, key in
+                    try connection.query("""
+                        DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
+                        """, target.keep.microseconds, key).affectedRows
                 }
-                if handled < context.job.batchSize { break }
-                context.pauseBetweenBatches()
+                stats.add(target.counter, batch.changed)
+                return batch.handled
             }
         }
-        return try context.finish(stats)
+        return stats
     }
 
     /// True for a `job_runs` row when a later run of the same job ended the same way.

@@ -118,9 +118,10 @@ public struct JobRunner: Sendable {
     private func outcome(of request: Request, in context: JobContext) -> (RunStatus, JobStats, String?) {
         let job = request.job.makeJob(mail: mail, mailOptions: configuration.mail)
         do {
-            return (.succeeded, try job.run(context), nil)
-        } catch let interrupted as JobInterrupted {
-            return (.interrupted, interrupted.stats, "stopped by shutdown between batches")
+            let stats = context.finish(try job.run(context))
+            // A job that stopped for shutdown with work left returns what it did: the run is interrupted.
+            if context.stoppedFor == .shutdown { return (.interrupted, stats, "stopped by shutdown between batches") }
+            return (.succeeded, stats, nil)
         } catch where context.isShuttingDown {
             // The shutdown grace ran out and the running statement was cancelled.
             return (.interrupted, JobStats(), "stopped by shutdown: \(error)")
