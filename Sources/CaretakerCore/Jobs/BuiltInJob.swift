@@ -1,8 +1,9 @@
 /// The catalogue of built-in jobs: the one place that lists them and says what the
 /// rest of caretaker needs to know about each. The configuration loader, the runner,
-/// the daemon's wake-ups, `MailSetup`, `migrate --grant` (`RuntimeGrants`) and the
-/// dashboard ask it. A new job is a case here; the compiler then names every switch
-/// to fill in. See `docs/adding-a-job.md`.
+/// the daemon's wake-ups, `MailSetup`, `check` (`SchemaCheck`), `migrate --grant`
+/// (`RuntimeGrants`) and the dashboard ask it. A new job is a case here and one in
+/// `JobSettings` below; the compiler then names every switch to fill in, all in this
+/// file. See `docs/adding-a-job.md`.
 public enum BuiltInJob: String, Sendable, CaseIterable {
     // In the order `jobs` and `once --all` list them.
     case expireContent = "expire-content"
@@ -33,14 +34,27 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
     }
 
     /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's);
-    /// each settings type reads itself in its job's file, expire-content's in the loader.
+    /// each settings type reads itself in its job's file.
     func readSettings(_ table: inout TableReader, file: String, worker: WorkerOptions) throws(ConfigurationError) -> JobSettings {
         switch self {
-        case .expireContent: .expireContent(try ConfigurationLoader.readExpireContent(&table))
+        case .expireContent: .expireContent(try ExpireContentSettings(reading: &table))
         case .logoutInactive: .logoutInactive(try LogoutInactiveSettings(reading: &table))
         case .sendTempPasswords: .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))
         case .leaderSuccession: .leaderSuccession(try LeaderSuccessionSettings(reading: &table))
         case .prune: .prune(try PruneSettings(reading: &table))
+        }
+    }
+
+    /// Work that a crash may undo without harm because the next run redoes it: such a job
+    /// commits its batches without waiting for the WAL flush by default (`synchronous_commit`).
+    var isIdempotentBulkWork: Bool { self == .expireContent }
+
+    /// The channel whose NOTIFY wakes the job (normal mode); the migrations' triggers interpolate the same value.
+    public var notifyChannel: String? {
+        switch self {
+        case .sendTempPasswords: "caretaker_send_temp_passwords"
+        case .leaderSuccession: "caretaker_leader_succession"
+        case .expireContent, .logoutInactive, .prune: nil
         }
     }
 
@@ -102,6 +116,17 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
     }
 }
 
+/// What each kind of job needs beyond the common keys: a built-in job's own settings
+/// (the type and its reader live in the job's file), or an operator job's SQL.
+public enum JobSettings: Sendable {
+    case expireContent(ExpireContentSettings)
+    case logoutInactive(LogoutInactiveSettings)
+    case sendTempPasswords(SendTempPasswordsSettings)
+    case leaderSuccession(LeaderSuccessionSettings)
+    case prune(PruneSettings)
+    case sql(SQLJobSettings)
+}
+
 extension JobConfiguration {
     /// The built-in job this is; nil for an operator SQL job.
     public var builtIn: BuiltInJob? { BuiltInJob(settings) }
@@ -118,16 +143,15 @@ extension JobConfiguration {
         }
     }
 
-    /// What wakes this job besides its schedule (the migrations' NOTIFY triggers use the same channel constants).
+    /// What wakes this job besides its schedule: its catalogue entry's NOTIFY channel, or a deadline query.
     public var wakeups: JobWakeups {
         switch settings {
-        case .sendTempPasswords: JobWakeups(notifyChannel: SendTempPasswords.notifyChannel)
-        case .leaderSuccession: JobWakeups(notifyChannel: LeaderSuccession.notifyChannel)
         case .logoutInactive(let settings):
             JobWakeups(nextDeadline: { connection, schema, since in
                 try LogoutInactive.deadlines(connection, schema: schema, idleTimeout: settings.idleTimeout, since: since)
             }, deadlineLookahead: settings.idleTimeout)
-        case .expireContent, .prune, .sql: .scheduleOnly
+        case .expireContent, .sendTempPasswords, .leaderSuccession, .prune, .sql:
+            JobWakeups(notifyChannel: builtIn?.notifyChannel)
         }
     }
 }
