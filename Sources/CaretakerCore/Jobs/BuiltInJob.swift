@@ -104,6 +104,53 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
         }
     }
 
+    /// The app columns the job relies on, with the types `check` accepts: those it reads
+    /// and writes (every column of `appTablePrivileges`), and the other SPEC §1 columns
+    /// of the tables it works on. `check` verifies them while the job is enabled and
+    /// warns about them while it is disabled.
+    var appColumns: [SchemaCheck.AppTable] {
+        typealias Table = SchemaCheck.AppTable
+        switch self {
+        case .expireContent:
+            return [
+                Table("packs", ["id": .bigintID, "name": .text, "creator_id": .bigintID, "is_admin": .boolean,
+                                "created_at": .timestamptz]),
+                Table("pack_members", ["pack_id": .bigintID, "user_id": .bigintID, "joined_at": .timestamptz]),
+                Table("posts", ["id": .bigintID, "pack_id": .bigintID, "author_id": .bigintID, "title": .text, "body": .text,
+                                "likes": .integer, "created_at": .timestamptz]),
+            ]
+        case .logoutInactive:
+            return [Table("sessions", ["id": .uuid, "user_id": .bigintID, "created_at": .timestamptz,
+                                       "last_seen_at": .timestamptz, "revoked_at": .timestamptz, "revoked_reason": .text])]
+        case .sendTempPasswords:
+            return [
+                Table("users", ["id": .bigintID, "email": .text, "display_name": .text, "password_hash": .text,
+                                "temp_password_hash": .text, "temp_password_expires_at": .timestamptz,
+                                "must_change_password": .boolean, "deleted_at": .timestamptz]),
+                Table("password_reset_requests", ["id": .bigintID, "email": .text, "requested_at": .timestamptz,
+                                                  "status": .text, "attempts": .integer, "next_attempt_at": .timestamptz,
+                                                  "sent_at": .timestamptz, "last_error": .text]),
+            ]
+        case .leaderSuccession:
+            return [
+                Table("users", ["id": .bigintID, "created_at": .timestamptz, "deleted_at": .timestamptz]),
+                Table("sessions", ["user_id": .bigintID, "last_seen_at": .timestamptz]),
+                Table("communities", ["id": .bigintID, "name": .text, "leader_id": .bigintID, "successor_id": .bigintID,
+                                      "is_private": .boolean, "created_at": .timestamptz, "archived_at": .timestamptz]),
+                Table("community_members", ["community_id": .bigintID, "user_id": .bigintID, "joined_at": .timestamptz]),
+                Table("community_leader_changes", ["id": .bigintID, "community_id": .bigintID,
+                                                   "previous_leader_id": .bigintID, "new_leader_id": .bigintID,
+                                                   "reason": .text, "chosen_by": .text, "changed_at": .timestamptz,
+                                                   "run_id": .bigintID]),
+            ]
+        case .prune:
+            return [
+                Table("sessions", ["id": .uuid, "revoked_at": .timestamptz]),
+                Table("password_reset_requests", ["id": .bigintID, "status": .text, "requested_at": .timestamptz]),
+            ]
+        }
+    }
+
     /// The counters of the job's stats that the dashboard's overview charts.
     public var chartedCounters: [String] {
         switch self {
