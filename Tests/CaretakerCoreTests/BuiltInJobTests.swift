@@ -1,5 +1,6 @@
-import Testing
 @testable import CaretakerCore
+import Foundation
+import Testing
 
 /// The catalogue of built-in jobs (`Jobs/BuiltInJob.swift`) agrees with itself and with `check`.
 @Suite struct BuiltInJobTests {
@@ -68,6 +69,15 @@ import Testing
         #expect(checked == Self.referenceSchema)
         #expect(Set(RuntimeGrants.referenceTables) == Set(Self.referenceSchema.keys))
         #expect(RuntimeGrants.referenceTables.count == Self.referenceSchema.count)
+    }
+
+    @Test("each built-in job has its section in the annotated jobs.toml and is described in README.md", arguments: BuiltInJob.allCases)
+    func documented(job: BuiltInJob) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let annotated = try String(contentsOf: root.appendingPathComponent("jobs.toml"), encoding: .utf8)
+        #expect(annotated.contains("\n[jobs.\(job.rawValue)]\n"), "jobs.toml has no [jobs.\(job.rawValue)] section")
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("`\(job.rawValue)`"), "README.md does not mention `\(job.rawValue)`")
     }
 
     @Test("only send-temp-passwords sends mail, only prune deletes run history")

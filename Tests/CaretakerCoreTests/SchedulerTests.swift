@@ -5,7 +5,7 @@ import Testing
 /// The daemon's scheduling policy against fixed dates: no database, no process, no clock.
 @Suite("Scheduler policy")
 struct SchedulerTests {
-    static let builtIns = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtIns = BuiltInJob.allCases.map(\.rawValue)
 
     /// The jobs of a configuration: every built-in disabled except `keep`, plus `extra` TOML.
     static func jobs(keep: Set<String> = [], _ extra: String = "", timezone: String = "UTC") throws -> [JobConfiguration] {
