@@ -98,8 +98,9 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
             ]
         case .prune:
             return [
-                "sessions": Privileges(select: ["id", "revoked_at"], delete: true),
-                "password_reset_requests": Privileges(select: ["id", "status", "requested_at"], delete: true),
+                // It locks the rows it deletes (FOR UPDATE SKIP LOCKED), which needs UPDATE on a column.
+                "sessions": Privileges(select: ["id", "revoked_at"], delete: true, lockColumn: "id"),
+                "password_reset_requests": Privileges(select: ["id", "status", "requested_at"], delete: true, lockColumn: "id"),
             ]
         }
     }
