@@ -5,7 +5,7 @@ import Postgres
 /// (`BuiltInJob.appColumns`); a problem that only disabled jobs would meet is a warning.
 public enum SchemaCheck {
     /// The column types `check` accepts for a column (as `format_type` names them; a domain counts as its base type).
-    public struct ColumnType: Sendable, Equatable {
+    struct ColumnType: Sendable, Equatable {
         let accepted: Set<String>
 
         static let text = ColumnType(accepted: ["text", "character varying", "citext", "character"])
@@ -17,7 +17,7 @@ public enum SchemaCheck {
     }
 
     /// An app table and the columns of it a job relies on, in SPEC §1's order.
-    public struct AppTable: Sendable {
+    struct AppTable: Sendable {
         let name: String
         let columns: [(name: String, type: ColumnType)]
 

@@ -106,9 +106,9 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
     }
 
     /// The app columns the job relies on, with the types `check` accepts: those it reads
-    /// and writes (every column of `appTablePrivileges`), and the other SPEC §1 columns
-    /// of the tables it works on. `check` verifies them while the job is enabled and
-    /// warns about them while it is disabled.
+    /// and writes (every column of `appTablePrivileges`), and the SPEC §1 columns no job
+    /// reads of the tables it works on (so that all of SPEC §1 is verified). `check`
+    /// verifies them while the job is enabled and warns about them while it is disabled.
     var appColumns: [SchemaCheck.AppTable] {
         typealias Table = SchemaCheck.AppTable
         switch self {
