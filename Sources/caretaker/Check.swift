@@ -61,11 +61,13 @@ extension Caretaker {
                                         detail: "\(pending.count) migration(s) pending: run `caretaker migrate`"))
                 return findings
             }
-            let problems = try SchemaCheck.problems(connection, appSchema: configuration.database.appSchema)
-            if problems.isEmpty {
+            let enabled = Set(configuration.jobs.filter(\.enabled).compactMap(\.builtIn))
+            let schema = try SchemaCheck.check(connection, appSchema: configuration.database.appSchema, enabled: enabled)
+            if schema.problems.isEmpty {
                 findings.append(Finding(check: "app schema", ok: true, detail: "every required column present"))
             }
-            findings += problems.map { Finding(check: "app schema", ok: false, detail: $0) }
+            findings += schema.problems.map { Finding(check: "app schema", ok: false, detail: $0) }
+            findings += schema.warnings.map { Finding(check: "app schema", ok: true, detail: $0, warning: true) }
             return findings
         }
 

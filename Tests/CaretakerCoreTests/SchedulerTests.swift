@@ -5,7 +5,7 @@ import Testing
 /// The daemon's scheduling policy against fixed dates: no database, no process, no clock.
 @Suite("Scheduler policy")
 struct SchedulerTests {
-    static let builtIns = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtIns = BuiltInJob.allCases.map(\.rawValue)
 
     /// The jobs of a configuration: every built-in disabled except `keep`, plus `extra` TOML.
     static func jobs(keep: Set<String> = [], _ extra: String = "", timezone: String = "UTC") throws -> [JobConfiguration] {
@@ -118,12 +118,12 @@ struct SchedulerTests {
         let now = Self.at("2026-01-01T10:00:31Z")
         scheduler.notified(channel: "something_else")
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        scheduler.notified(channel: SendTempPasswords.notifyChannel)
+        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.nextWake(now: now, freePlaces: .max, canRecord: true) == now)
         let first = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
         #expect(Self.describe(first) == ["send-temp-passwords notify - 1"])
         // A NOTIFY while it runs waits for the run to end.
-        scheduler.notified(channel: SendTempPasswords.notifyChannel)
+        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
         scheduler.finished(first[0], .succeeded, now: now)
         #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
@@ -132,7 +132,7 @@ struct SchedulerTests {
         scheduler.listenReconnected()
         #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
             == ["leader-succession notify - 1"])
-        #expect(Scheduler.notifyChannels(of: jobs) == [LeaderSuccession.notifyChannel, SendTempPasswords.notifyChannel])
+        #expect(Scheduler.notifyChannels(of: jobs) == [BuiltInJob.leaderSuccession.notifyChannel!, BuiltInJob.sendTempPasswords.notifyChannel!])
     }
 
     @Test("retry: backoff 10 s, 20 s, 40 s; at most max_retries; never past the next slot; never for manual runs")

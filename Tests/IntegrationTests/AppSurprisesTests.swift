@@ -357,6 +357,6 @@ import Testing
         #expect(stats["leader-succession"]?["leaders_appointed"] == 1)
         #expect(stats["prune"]?["sessions_deleted"] == 2)
         #expect(stats["touch"]?["rows"] == 1)
-        #expect(try SchemaCheck.problems(db.connection, appSchema: db.appSchema).isEmpty)
+        #expect(try SchemaCheck.check(db.connection, appSchema: db.appSchema).problems.isEmpty)
     }
 }

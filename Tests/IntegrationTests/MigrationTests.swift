@@ -11,7 +11,7 @@ import Testing
         #expect(try migrator.migrate(on: db.connection).map(\.version) == Migration.all.map(\.version))
         #expect(try migrator.migrate(on: db.connection).isEmpty)
         #expect(try db.count("SELECT count(*) FROM caretaker.schema_migrations") == Migration.all.count)
-        #expect(try SchemaCheck.problems(db.connection, appSchema: "public").isEmpty)
+        #expect(try SchemaCheck.check(db.connection, appSchema: "public").problems.isEmpty)
     }
 
     @Test("dry run lists pending migrations and creates nothing")
@@ -27,7 +27,7 @@ import Testing
         let db = try TestDatabase(migrated: false)
         try Migrator(appSchema: "my app").migrate(on: db.connection)
         #expect(try db.count("SELECT count(*) FROM \"my app\".posts") == 0)
-        #expect(try SchemaCheck.problems(db.connection, appSchema: "my app").isEmpty)
+        #expect(try SchemaCheck.check(db.connection, appSchema: "my app").problems.isEmpty)
     }
 
     @Test("two migrators at once: one applies, the other waits and finds nothing to do")
@@ -96,8 +96,40 @@ import Testing
         let db = try TestDatabase()
         try db.connection.query("ALTER TABLE posts DROP COLUMN likes")
         try db.connection.query("ALTER TABLE sessions ALTER COLUMN revoked_reason TYPE integer USING NULL")
-        let problems = try SchemaCheck.problems(db.connection, appSchema: "public")
+        let problems = try SchemaCheck.check(db.connection, appSchema: "public").problems
         #expect(problems.contains { $0.contains("public.posts.likes is missing") }, "\(problems)")
         #expect(problems.contains { $0.contains("public.sessions.revoked_reason has type integer") }, "\(problems)")
+    }
+
+    @Test("check: what only disabled jobs rely on gives warnings; a column an enabled job also relies on stays a problem")
+    func checkDisabledJobs() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(script: """
+            DROP TABLE community_leader_changes CASCADE;
+            ALTER TABLE communities DROP COLUMN is_private CASCADE;
+            ALTER TABLE users DROP COLUMN deleted_at CASCADE;
+            ALTER TABLE posts ALTER COLUMN title TYPE integer USING NULL;
+            """)
+        let missingTable = "table public.community_leader_changes is missing"
+        let missingColumn = "column public.communities.is_private is missing (expected boolean)"
+        let sharedColumn = "column public.users.deleted_at is missing (expected timestamp with time zone)"
+        let wrongType = "column public.posts.title has type integer, expected character or character varying or citext or text"
+        let all = try SchemaCheck.check(db.connection, appSchema: "public")
+        #expect(all.problems == [missingTable, wrongType, sharedColumn, missingColumn])
+        #expect(all.warnings.isEmpty)
+
+        var enabled = Set(BuiltInJob.allCases)
+        enabled.remove(.leaderSuccession)
+        let leaderOff = try SchemaCheck.check(db.connection, appSchema: "public", enabled: enabled)
+        #expect(leaderOff.problems == [wrongType, sharedColumn])
+        #expect(leaderOff.warnings == [missingTable + "; used only by leader-succession, which is disabled",
+                                       missingColumn + "; used only by leader-succession, which is disabled"])
+
+        let none = try SchemaCheck.check(db.connection, appSchema: "public", enabled: [])
+        #expect(none.problems.isEmpty)
+        #expect(none.warnings == [missingTable + "; used only by leader-succession, which is disabled",
+                                  wrongType + "; used only by expire-content, which is disabled",
+                                  sharedColumn + "; used only by send-temp-passwords, leader-succession, which are disabled",
+                                  missingColumn + "; used only by leader-succession, which is disabled"])
     }
 }

@@ -3,7 +3,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public let file: String
     /// 1-based; 0 when the problem is not on one line (a missing file, a missing key).
     public let line: Int
-    /// Dotted path of the key, e.g. `jobs.expire-content.schedule`; empty for the whole file.
+    /// Dotted path of the key, e.g. `jobs.NAME.schedule`; empty for the whole file.
     public let key: String
     public let message: String
 

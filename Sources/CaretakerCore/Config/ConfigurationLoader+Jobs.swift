@@ -45,7 +45,7 @@ extension ConfigurationLoader {
         } else {
             .sql(try readSQLJob(&table))
         }
-        var job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
+        var job = try readCommonKeys(&table, name: name, builtIn: builtIn, worker: worker, settings: settings)
         job.pingURL = try table.string("ping_url", default: "")
         if !job.pingURL.isEmpty, !(job.pingURL.hasPrefix("http://") || job.pingURL.hasPrefix("https://")) {
             throw table.error("ping_url", "must start with http:// or https:// (empty: no pings)")
@@ -67,7 +67,7 @@ extension ConfigurationLoader {
         }
     }
 
-    private static func readCommonKeys(_ table: inout TableReader, name: String, defaultSchedule: String?,
+    private static func readCommonKeys(_ table: inout TableReader, name: String, builtIn: BuiltInJob?,
                                        worker: WorkerOptions, settings: JobSettings) throws(ConfigurationError) -> JobConfiguration {
         let enabled = try table.bool("enabled", default: true)
         var zone = worker.timeZone
@@ -79,7 +79,7 @@ extension ConfigurationLoader {
             zone = found
             zoneLabel = zoneName
         }
-        guard let scheduleText = try table.optionalString("schedule") ?? defaultSchedule else {
+        guard let scheduleText = try table.optionalString("schedule") ?? builtIn?.defaultSchedule else {
             throw table.error("schedule", "is required for an operator job, e.g. schedule = \"@hourly\"")
         }
         let schedule: Schedule
@@ -113,21 +113,8 @@ extension ConfigurationLoader {
                                                default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
             maxReplicaLag: try table.optionalDuration("max_replica_lag", default: defaultMaxReplicaLag,
                                                       minimum: .milliseconds(1)),
-            synchronousCommit: try table.bool("synchronous_commit", default: !settings.isIdempotentBulkWork),
+            synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)
-    }
-
-    static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
-        var settings = ExpireContentSettings()
-        settings.minLifetime = try table.duration("min_lifetime", default: settings.minLifetime)
-        settings.maxLifetime = try table.duration("max_lifetime", default: settings.maxLifetime)
-        guard settings.maxLifetime >= settings.minLifetime else {
-            throw table.error("max_lifetime", "must not be shorter than min_lifetime")
-        }
-        settings.postFullPopularity = try table.integer("post_full_popularity", default: 100, in: 1...Int(Int32.max))
-        settings.packFullPopularity = try table.integer("pack_full_popularity", default: 100, in: 1...Int(Int32.max))
-        settings.compressWAL = try table.bool("compress_wal", default: false)
-        return settings
     }
 
     private static func readSQLJob(_ table: inout TableReader) throws(ConfigurationError) -> SQLJobSettings {

@@ -3,7 +3,7 @@
 /// so that `finish()` can reject the ones nobody asked for (typos).
 struct TableReader {
     let table: TOMLTable
-    /// Dotted path of this table, e.g. `jobs.prune`.
+    /// Dotted path of this table, e.g. `jobs.NAME`.
     let path: String
     let file: String
     private var consumed: Set<String> = []

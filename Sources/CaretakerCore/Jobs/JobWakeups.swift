@@ -35,13 +35,3 @@ public struct DeadlineAnswer: Sendable, Equatable {
         self.secondsUntilNext = secondsUntilNext
     }
 }
-
-extension SendTempPasswords {
-    /// The migrations' trigger on `password_reset_requests` NOTIFYs this channel.
-    static let notifyChannel = "caretaker_send_temp_passwords"
-}
-
-extension LeaderSuccession {
-    /// The migrations' triggers on members, communities and users NOTIFY this channel.
-    static let notifyChannel = "caretaker_leader_succession"
-}

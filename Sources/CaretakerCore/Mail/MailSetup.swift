@@ -9,7 +9,7 @@ import Foundation
 public enum MailSetup {
     public static let passwordCredential = "smtp-password"
 
-    /// The transport for `send-temp-passwords`, or `nil` when no selected job sends mail.
+    /// The transport for the selected jobs that send mail (`BuiltInJob.sendsMail`), or `nil` when none does.
     /// A password file that cannot be read or a URL libcurl cannot use is a
     /// `ConfigurationError` naming the `[mail]` key (exit 78).
     public static func transport(for jobs: [JobConfiguration], configuration: Configuration,

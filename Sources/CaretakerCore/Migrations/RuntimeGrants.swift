@@ -66,9 +66,10 @@ public struct RuntimeGrants: Sendable {
         "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
     ]
 
-    /// The app tables every migration knows (the reference schema of SPEC §1).
-    static let referenceTables = ["users", "sessions", "packs", "pack_members", "posts", "password_reset_requests",
-                            "communities", "community_members", "community_leader_changes"]
+    /// The app tables the built-in jobs work on (the reference schema of SPEC §1), from the
+    /// catalogue: the role loses every right on each, then gets what the enabled jobs need.
+    static let referenceTables: [String] = BuiltInJob.allCases.flatMap(\.appColumns).map(\.name)
+        .reduce(into: []) { tables, table in if !tables.contains(table) { tables.append(table) } }
 
     /// The statements, in order, with every identifier quoted: schema usage, then per
     /// table a revoke of everything and the grants.
