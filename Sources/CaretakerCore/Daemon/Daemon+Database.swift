@@ -18,7 +18,7 @@ extension Daemon {
                 """)
         }
         try clock.refresh(connection)
-        let rescued = try RunHistory.interruptAllOrphans(connection)
+        let rescued = try RunStore(connection).interruptAllOrphans()
         if rescued > 0 {
             logger.warning("marked runs of dead processes interrupted", metadata: ["runs": "\(rescued)"])
         }
