@@ -114,10 +114,8 @@ extension Daemon {
                 result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
             } catch is JobRunner.SlotNotDue {
                 result = .slotNotDue
-            } catch let error as PostgresError {
-                result = .databaseError(error)
             } catch {
-                result = .databaseError(PostgresError(kind: .query, message: "\(error)"))
+                result = .aborted(error)
             }
             events.post(.finished(request: request, result: result, connection: connection))
         }
@@ -133,8 +131,9 @@ extension Daemon {
         case .outcome(.finished(_, .failed, _, _)): end = .failed
         case .outcome(.finished(_, .succeeded, _, _)): end = .succeeded
         case .outcome: end = .other
-        case .databaseError(let error):
-            logger.error("run aborted: database error", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
+        case .aborted(let error):
+            let cause = error is PostgresError ? "database error" : "error"
+            logger.error("run aborted: \(cause)", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
             end = .failed
         }
         let retryBefore = scheduler.states[request.job.name]?.retry?.attempt
