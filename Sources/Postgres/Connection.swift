@@ -83,7 +83,8 @@ public final class Connection: @unchecked Sendable {
         if let found = ConninfoSecrets.values(in: configuration.conninfo) {
             secrets += found
         } else {
-            result = ConninfoSecrets.withoutQuotedText(result)
+            // What libpq quotes back from a conninfo it cannot parse may hold a password.
+            result = ServerText.hidingQuotedText(result, with: "***")
         }
         for secret in Set(secrets).filter({ !$0.isEmpty }).sorted(by: { $0.utf8.count > $1.utf8.count }) {
             result = result.replacing(secret, with: "***")
@@ -378,21 +379,5 @@ enum ConninfoSecrets {
             option += 1
         }
         return found
-    }
-
-    /// `message` with every double-quoted part replaced by `"***"`: what libpq
-    /// quotes back from a conninfo it cannot parse may hold a password.
-    static func withoutQuotedText(_ message: String) -> String {
-        var result = ""
-        var inQuote = false
-        for character in message {
-            if character == "\"" {
-                result.append(inQuote ? "***\"" : "\"")
-                inQuote.toggle()
-            } else if !inQuote {
-                result.append(character)
-            }
-        }
-        return inQuote ? result + "***" : result
     }
 }

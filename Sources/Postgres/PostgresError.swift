@@ -192,19 +192,20 @@ enum ServerText {
         return key
     }
 
-    /// `text` with each double-quoted part replaced by `"…"`.
-    static func hidingQuotedText(_ text: String) -> String {
+    /// `text` with each double-quoted part replaced by `"…"` (or `"\(replacement)"`);
+    /// an unclosed quote hides the rest.
+    static func hidingQuotedText(_ text: String, with replacement: String = "…") -> String {
         var result = ""
         var inQuote = false
         for character in text {
             if character == "\"" {
-                result.append(inQuote ? "…\"" : "\"")
+                result.append(inQuote ? replacement + "\"" : "\"")
                 inQuote.toggle()
             } else if !inQuote {
                 result.append(character)
             }
         }
-        return inQuote ? result + "…" : result
+        return inQuote ? result + replacement : result
     }
 
     /// The first line of `sql` with its whitespace collapsed, cut before the first
