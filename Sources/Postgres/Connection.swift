@@ -83,7 +83,8 @@ public final class Connection: @unchecked Sendable {
         if let found = ConninfoSecrets.values(in: configuration.conninfo) {
             secrets += found
         } else {
-            result = ConninfoSecrets.withoutQuotedText(result)
+            // What libpq quotes back from a conninfo it cannot parse may hold a password.
+            result = ServerText.hidingQuotedText(result, with: "***")
         }
         for secret in Set(secrets).filter({ !$0.isEmpty }).sorted(by: { $0.utf8.count > $1.utf8.count }) {
             result = result.replacing(secret, with: "***")
@@ -117,7 +118,7 @@ public final class Connection: @unchecked Sendable {
         let result = withOptionalCStringArray(texts) { pointers in
             PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
         }
-        return try consume(result)
+        return try consume(result, statement: sql)
     }
 
     /// Variadic form of `query(_:_:)`.
@@ -152,7 +153,7 @@ public final class Connection: @unchecked Sendable {
         let result = PQgetResult(handle)
         // A single statement ends with one NULL result; drain it so the connection is idle again.
         while let extra = PQgetResult(handle) { PQclear(extra) }
-        return try consume(result)
+        return try consume(result, statement: sql)
     }
 
     /// One statement of a `pipeline`: SQL with `$1…$n` and their values.
@@ -201,7 +202,7 @@ public final class Connection: @unchecked Sendable {
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
-                firstError = firstError ?? error(from: result)
+                firstError = firstError ?? error(from: result, statement: statements[min(index, statements.count - 1)].sql)
             }
         }
         guard PQexitPipelineMode(handle) == 1 else { throw connectionError() }
@@ -217,7 +218,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs a script of several statements without parameters (migrations, `SET`).
     public func execute(script: String) throws(PostgresError) {
-        _ = try consume(PQexec(handle, script))
+        _ = try consume(PQexec(handle, script), statement: script)
     }
 
     /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
@@ -284,7 +285,8 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Results
 
-    private func consume(_ result: OpaquePointer?) throws(PostgresError) -> QueryResult {
+    /// The rows of `result`, or the error it carries, labelled with `statement`'s first line.
+    private func consume(_ result: OpaquePointer?, statement: String) throws(PostgresError) -> QueryResult {
         guard let result else {
             throw PostgresError(kind: .connection, message: Self.trimmed(PQerrorMessage(handle)))
         }
@@ -293,15 +295,15 @@ public final class Connection: @unchecked Sendable {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             return Self.read(result)
         default:
-            throw error(from: result)
+            throw error(from: result, statement: statement)
         }
     }
 
-    private func error(from result: OpaquePointer) -> PostgresError {
-        let sqlState = field(result, "C")
-        let primary = field(result, "M") ?? Self.trimmed(PQresultErrorMessage(result))
-        let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
-        return PostgresError(kind: kind, sqlState: sqlState, message: primary, constraint: field(result, "n"))
+    private func error(from result: OpaquePointer, statement: String) -> PostgresError {
+        PostgresError.fromServer(kind: PQstatus(handle) == CONNECTION_OK ? .query : .connection,
+                                 fallbackMessage: Self.trimmed(PQresultErrorMessage(result)), statement: statement) {
+            field(result, $0)
+        }
     }
 
     private func field(_ result: OpaquePointer, _ code: Character) -> String? {
@@ -377,21 +379,5 @@ enum ConninfoSecrets {
             option += 1
         }
         return found
-    }
-
-    /// `message` with every double-quoted part replaced by `"***"`: what libpq
-    /// quotes back from a conninfo it cannot parse may hold a password.
-    static func withoutQuotedText(_ message: String) -> String {
-        var result = ""
-        var inQuote = false
-        for character in message {
-            if character == "\"" {
-                result.append(inQuote ? "***\"" : "\"")
-                inQuote.toggle()
-            } else if !inQuote {
-                result.append(character)
-            }
-        }
-        return inQuote ? result + "***" : result
     }
 }

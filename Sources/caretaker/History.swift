@@ -40,7 +40,7 @@ extension Caretaker {
                 }
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
-                let records = try RunRecord.recent(connection, .init(job: job, status: status, limit: limit))
+                let records = try RunStore(connection).recent(.init(job: job, status: status, limit: limit))
                 print(json ? Self.json(records) : Self.table(records))
                 return .ok
             }

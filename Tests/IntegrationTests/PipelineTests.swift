@@ -40,7 +40,7 @@ import Testing
                 .init("BEGIN"), .init("INSERT INTO t VALUES (3)"), .init("SELECT 1 / 0"),
                 .init("INSERT INTO t VALUES (4)"), .init("COMMIT"),
             ])
-        } throws: { ($0 as? PostgresError)?.sqlState == "22012" }
+        } throws: { ($0 as? PostgresError)?.sqlState == SQLState.divisionByZero }
         #expect(connection.isHealthy)
         try connection.query("ROLLBACK")
         #expect(try db.count("SELECT count(*) FROM t") == 0, "statements after the error ran, or the transaction committed")

@@ -35,14 +35,10 @@ extension Daemon {
     /// Until when some worker looked after `job` (its latest claimed slot, or its
     /// latest run's slot or start; nil when it never ran), and when caretaker's schema was installed.
     private func history(of job: JobConfiguration, on connection: Connection) throws -> (Date?, Date) {
-        let row = try connection.query("""
-            SELECT extract(epoch FROM greatest(
-                       (SELECT max(slot) FROM caretaker.job_slots WHERE job = $1),
-                       (SELECT max(coalesce(slot, started_at)) FROM caretaker.job_runs WHERE job = $1)))::float8 AS looked_after,
-                   extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
-            """, job.name).first
-        return (row?.double("looked_after").map { Date(timeIntervalSince1970: $0) },
-                Date(timeIntervalSince1970: row?.double("installed") ?? 0))
+        let installed = try connection.query("""
+            SELECT extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
+            """).first?.double("installed")
+        return (try RunStore(connection).lastLookedAfter(job: job.name), Date(timeIntervalSince1970: installed ?? 0))
     }
 
     // MARK: Dispatch
@@ -118,10 +114,8 @@ extension Daemon {
                 result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
             } catch is JobRunner.SlotNotDue {
                 result = .slotNotDue
-            } catch let error as PostgresError {
-                result = .databaseError(error)
             } catch {
-                result = .databaseError(PostgresError(kind: .query, message: "\(error)"))
+                result = .aborted(error)
             }
             events.post(.finished(request: request, result: result, connection: connection))
         }
@@ -137,8 +131,9 @@ extension Daemon {
         case .outcome(.finished(_, .failed, _, _)): end = .failed
         case .outcome(.finished(_, .succeeded, _, _)): end = .succeeded
         case .outcome: end = .other
-        case .databaseError(let error):
-            logger.error("run aborted: database error", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
+        case .aborted(let error):
+            let cause = error is PostgresError ? "database error" : "error"
+            logger.error("run aborted: \(cause)", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
             end = .failed
         }
         let retryBefore = scheduler.states[request.job.name]?.retry?.attempt

@@ -36,8 +36,9 @@ public final class Daemon: @unchecked Sendable {
         case outcome(JobRunner.Outcome)
         /// The slot was not due yet on the database clock; nothing was recorded.
         case slotNotDue
-        /// The database failed under the run (connection lost, bookkeeping missing or timed out).
-        case databaseError(PostgresError)
+        /// The run's bookkeeping failed (the database: connection lost, bookkeeping
+        /// missing or timed out), with the error as thrown: not relabelled.
+        case aborted(any Error)
     }
 
     let configurationPath: String

@@ -13,11 +13,10 @@ struct Prune: Job {
     func run(_ context: JobContext) throws -> JobStats {
         let s = context.schema
         let targets: [(counter: String, table: String, key: String, condition: String, keep: Duration)] = [
-            ("runs_deleted", "caretaker.job_runs", "id",
-             "started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running' AND \(Self.supersededRun)",
+            ("runs_deleted", RunStore.prunableRuns.table, RunStore.prunableRuns.key, RunStore.prunableRuns.condition,
              settings.keepHistory),
-            ("slots_deleted", "caretaker.job_slots", "ctid",
-             "slot < now() - $1::bigint * interval '1 microsecond'", settings.keepHistory),
+            ("slots_deleted", RunStore.prunableSlots.table, RunStore.prunableSlots.key, RunStore.prunableSlots.condition,
+             settings.keepHistory),
             ("sessions_deleted", "\(s).sessions", "id",
              "revoked_at < now() - $1::bigint * interval '1 microsecond'", settings.keepRevokedSessions),
             ("reset_requests_deleted", "\(s).password_reset_requests", "id",
@@ -57,13 +56,6 @@ struct Prune: Job {
         }
         return stats
     }
-
-    /// True for a `job_runs` row when a later run of the same job ended the same way.
-    static let supersededRun = """
-        EXISTS (SELECT 1 FROM caretaker.job_runs later
-                WHERE later.job = job_runs.job AND later.status = job_runs.status
-                  AND (later.started_at, later.id) > (job_runs.started_at, job_runs.id))
-        """
 }
 
 /// `[jobs.prune]`'s own keys.

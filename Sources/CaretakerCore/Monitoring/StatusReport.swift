@@ -87,47 +87,16 @@ public struct StatusReport: Sendable {
         }
         var health: [String: JobHealth] = [:]
         for judged in try JobHealth.assess(connection, configuration: configuration) { health[judged.job] = judged }
-        let alertsTable = try connection.query("SELECT to_regclass('caretaker.job_alerts') IS NOT NULL AS present").first?.bool("present") == true
+        let store = RunStore(connection)
+        let alertsTable = try store.hasAlertStates()
         let jobs = try configuration.jobs.map { job in
             Job(name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
-                lastRun: try lastRun(of: job.name, on: connection),
+                lastRun: try store.lastRun(job: job.name),
                 nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                running: try running(job.name, on: connection),
-                alertState: alertsTable ? try connection.query("SELECT state FROM caretaker.job_alerts WHERE job = $1", job.name).first?["state"] : nil)
+                running: try store.running(job: job.name),
+                alertState: alertsTable ? try store.alertState(job: job.name) : nil)
         }
         return StatusReport(database: database, schema: schema, now: now, jobs: jobs)
-    }
-
-    private static func lastRun(of job: String, on connection: Connection) throws -> LastRun? {
-        try connection.query("""
-            SELECT id, status, trigger, stats::text AS stats, error, host, pid,
-                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
-                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS age,
-                   (extract(epoch FROM finished_at - started_at) * 1000)::bigint AS duration_ms
-            FROM caretaker.job_runs
-            WHERE job = $1 AND NOT dry_run AND status <> 'running'
-            ORDER BY started_at DESC, id DESC LIMIT 1
-            """, job).first.map {
-            LastRun(id: $0.int64("id") ?? 0, status: $0["status"] ?? "", trigger: $0["trigger"] ?? "",
-                    startedAt: $0["started"] ?? "", ageSeconds: $0.double("age") ?? 0,
-                    durationMilliseconds: $0.int("duration_ms"), stats: $0["stats"] ?? "{}", error: $0["error"],
-                    host: $0["host"] ?? "", pid: $0.int("pid") ?? 0)
-        }
-    }
-
-    private static func running(_ job: String, on connection: Connection) throws -> [Running] {
-        try connection.query("""
-            SELECT id, host, pid, caretaker.job_lock_held(job) AS alive,
-                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
-                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS running_for
-            FROM caretaker.job_runs
-            WHERE job = $1 AND status = 'running'
-            ORDER BY started_at, id
-            """, job).rows.map {
-            Running(id: $0.int64("id") ?? 0, host: $0["host"] ?? "", pid: $0.int("pid") ?? 0,
-                    startedAt: $0["started"] ?? "", forSeconds: $0.double("running_for") ?? 0,
-                    alive: $0.bool("alive") ?? false)
-        }
     }
 
     /// A short age for people: `42s`, `7m`, `3h12m`, `5d`.

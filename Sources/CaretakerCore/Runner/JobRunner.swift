@@ -62,27 +62,25 @@ public struct JobRunner: Sendable {
     public func run(_ request: Request, on connection: Connection,
                     stopRequested: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
         let name = request.job.name
-        if let slot = request.slot, try claim(slot: slot, job: name, on: connection) == .taken {
+        let store = RunStore(connection)
+        if let slot = request.slot, try claim(slot: slot, job: name, in: store) == .taken {
             return .alreadyClaimed
         }
-        guard try lock(job: name, on: connection) else {
+        guard try store.tryLock(job: name) else {
             guard let slot = request.slot else { return .busy }
-            return .skipped(runID: try recordSkipped(request, slot: slot, on: connection))
+            return .skipped(runID: try recordSkipped(request, slot: slot, in: store))
         }
-        defer { unlock(job: name, on: connection) }
+        defer { store.unlock(job: name) }
         try connection.query("SELECT set_config('application_name', $1, false)", "caretaker/\(name)")
         defer { _ = try? connection.query("SELECT set_config('application_name', 'caretaker', false)") }
 
-        let orphans = try RunHistory.interruptOrphans(connection, job: name)
+        let orphans = try store.interruptOrphans(job: name)
         if orphans > 0 {
             logger.warning("marked runs of a dead process interrupted", metadata: ["job": "\(name)", "runs": "\(orphans)"])
         }
-        let runID = try RunHistory.start(connection, job: name, trigger: request.trigger, slot: request.slot,
-                                         dryRun: request.dryRun, attempt: request.attempt)
-        if let slot = request.slot {
-            try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                                 name, slot.timeIntervalSince1970, runID)
-        }
+        let runID = try store.startRun(job: name, trigger: request.trigger, slot: request.slot,
+                                       dryRun: request.dryRun, attempt: request.attempt)
+        if let slot = request.slot { try store.attach(runID: runID, toSlot: slot, job: name) }
         return try execute(request, runID: runID, on: connection, stopRequested: stopRequested)
     }
 
@@ -102,7 +100,7 @@ public struct JobRunner: Sendable {
         if !connection.isHealthy {
             throw PostgresError(kind: .connection, message: "lost the database connection during \(request.job.name): \(message ?? "")")
         }
-        try RunHistory.finish(connection, runID: runID, status: status, stats: stats, error: message)
+        try RunStore(connection).finishRun(runID, status: status, stats: stats, error: message)
         let elapsed = ContinuousClock.now - started
         var metadata: Logger.Metadata = [
             "trigger": "\(request.trigger.rawValue)", "status": "\(status.rawValue)",
@@ -140,9 +138,10 @@ public struct JobRunner: Sendable {
     /// nobody ran because of it, and the scheduler thread must not run a job.
     public func recordSkippedSlot(job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
                                   on connection: Connection) throws -> Outcome {
-        guard try claim(slot: slot, job: job.name, on: connection) == .claimed else { return .alreadyClaimed }
+        let store = RunStore(connection)
+        guard try claim(slot: slot, job: job.name, in: store) == .claimed else { return .alreadyClaimed }
         return .skipped(runID: try recordSkipped(Request(job: job, trigger: .schedule, slot: slot), slot: slot,
-                                                 reason: reason, on: connection))
+                                                 reason: reason, in: store))
     }
 
     /// Records the slots of `job` that nobody ran while no worker was up, as one
@@ -151,11 +150,11 @@ public struct JobRunner: Sendable {
     /// only one records it. False when another instance already did.
     public func recordMissedSlots(job: JobConfiguration, first: Date, last: Date, count: Int,
                                   on connection: Connection) throws -> Bool {
-        guard try claim(slot: last, job: job.name, on: connection) == .claimed else { return false }
-        let runID = try RunHistory.recordMissed(connection, job: job.name, count: count, first: first, last: last,
-                                                reason: SkipReason.missedWhileDown.text)
-        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                             job.name, last.timeIntervalSince1970, runID)
+        let store = RunStore(connection)
+        guard try claim(slot: last, job: job.name, in: store) == .claimed else { return false }
+        let runID = try store.recordMissed(job: job.name, count: count, first: first, last: last,
+                                           reason: SkipReason.missedWhileDown.text)
+        try store.attach(runID: runID, toSlot: last, job: job.name)
         return true
     }
 
@@ -178,7 +177,7 @@ public struct JobRunner: Sendable {
         }
     }
 
-    // MARK: Slots and locks
+    // MARK: Slots
 
     /// Thrown for a slot that has not come yet on the database clock (only the
     /// daemon passes slots, from its estimate of that clock): nothing was
@@ -187,42 +186,17 @@ public struct JobRunner: Sendable {
         public let slot: Date
     }
 
-    private enum Claim { case claimed, taken }
-
-    /// Takes the unique `(job, slot)` record; `.taken` when another instance has it.
-    ///
-    /// The record is only inserted when the slot is due on the database's own
-    /// clock (rule zero): the scheduler decides from an estimate of that clock,
-    /// and a slot must never run early because the estimate was a little ahead.
-    private func claim(slot: Date, job: String, on connection: Connection) throws -> Claim {
-        let row = try connection.query("""
-            WITH due AS (SELECT to_timestamp($2::float8) <= clock_timestamp() AS due),
-                 taken AS (
-                     INSERT INTO caretaker.job_slots (job, slot)
-                     SELECT $1, to_timestamp($2::float8) FROM due WHERE due
-                     ON CONFLICT DO NOTHING RETURNING 1
-                 )
-            SELECT (SELECT due FROM due) AS due, EXISTS (SELECT 1 FROM taken) AS claimed
-            """, job, slot.timeIntervalSince1970).first
-        guard row?.bool("due") == true else { throw SlotNotDue(slot: slot) }
-        return row?.bool("claimed") == true ? .claimed : .taken
-    }
-
-    private func lock(job: String, on connection: Connection) throws -> Bool {
-        try connection.query("SELECT pg_try_advisory_lock(caretaker.job_lock_key($1)) AS locked", job)
-            .first?.bool("locked") == true
-    }
-
-    private func unlock(job: String, on connection: Connection) {
-        _ = try? connection.query("SELECT pg_advisory_unlock(caretaker.job_lock_key($1))", job)
+    /// Takes the `(job, slot)` record; throws `SlotNotDue` when the slot has not come on the database clock.
+    private func claim(slot: Date, job: String, in store: RunStore) throws -> RunStore.SlotClaim {
+        let claim = try store.claimSlot(slot, job: job)
+        if claim == .notDue { throw SlotNotDue(slot: slot) }
+        return claim
     }
 
     private func recordSkipped(_ request: Request, slot: Date, reason: SkipReason = .previousRunStillGoing,
-                               on connection: Connection) throws -> Int64 {
-        let runID = try RunHistory.recordSkipped(connection, job: request.job.name, trigger: request.trigger, slot: slot,
-                                                 reason: reason.text)
-        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                             request.job.name, slot.timeIntervalSince1970, runID)
+                               in store: RunStore) throws -> Int64 {
+        let runID = try store.recordSkipped(job: request.job.name, trigger: request.trigger, slot: slot, reason: reason.text)
+        try store.attach(runID: runID, toSlot: slot, job: request.job.name)
         logger.warning("slot skipped: \(reason.text)",
                        metadata: ["job": "\(request.job.name)", "run_id": "\(runID)", "status": "skipped"])
         return runID

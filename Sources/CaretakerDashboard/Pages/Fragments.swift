@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CaretakerCore
 
 /// Pieces several pages show the same way.
 enum Fragments {

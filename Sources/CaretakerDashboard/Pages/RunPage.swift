@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CaretakerCore
 
 /// `/runs/ID`: one run's full record.
 public enum RunPage {

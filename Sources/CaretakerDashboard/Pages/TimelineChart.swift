@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CaretakerCore
 
 /// The overview's timeline: one row per job, one mark per run over the window.
 ///
