@@ -58,7 +58,7 @@ row_M1_W1() {
     sleep 3
     local counters=()
     for mode in low normal; do
-        "$python3" "$helpers/wakeups.py" "${pid[w1_$mode]}" "$idle_seconds" >"$work/w1_$mode.out" &
+        "$testkit" wakeups "${pid[w1_$mode]}" "$idle_seconds" >"$work/w1_$mode.out" &
         counters+=($!)
     done
 
@@ -82,10 +82,10 @@ row_M1_W1() {
         local label=$mode; [ "$mode" = low ] && label=low-footprint
         [ "$name" = m1_listen ] && label="$label, [metrics] listen (scraped each second, then 1 s before the reading),"
         [ "$name" = m1_textfile ] && label="$label, [metrics] textfile (rewritten after each run),"
-        read -r rss uss pss threads hwm dirty anon <<<"$("$python3" "$helpers/procmem.py" "${pid[$name]}")"
+        read -r rss uss pss threads hwm dirty anon <<<"$("$testkit" memory "${pid[$name]}")"
         # Where the resident memory sits, printed under the table (what would close a miss).
         { echo "M1, $label mode, $build: largest resident mappings"
-          "$python3" "$helpers/procmem.py" "${pid[$name]}" --top 8; echo; } >>"$work/notes.txt"
+          "$testkit" memory "${pid[$name]}" --top 8; echo; } >>"$work/notes.txt"
         runs=$(sql "$name" -c "SELECT count(*) FROM caretaker.job_runs")
         local measured="RSS $(mib "$rss") MiB, USS $(mib "$uss") MiB, of which $(mib "$dirty") MiB dirty ($(mib "$anon") MiB anonymous); peak RSS $(mib "$hwm") MiB, $threads threads"
         local what="idle memory after $runs runs in ${busy_seconds} s, $label mode ($build)"
