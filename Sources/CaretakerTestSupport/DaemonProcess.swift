@@ -62,9 +62,8 @@ public final class DaemonProcess: Sendable {
     public func kill9() {
         guard !hasExited else { return }
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        exitStatus.withLock { $0 = ChildProcess.exitStatus(decoding: status) }
+        let status = ChildProcess.wait(pid)
+        exitStatus.withLock { $0 = status }
     }
 
     /// True once the process has exited and was reaped (checks without waiting).
@@ -84,11 +83,8 @@ public final class DaemonProcess: Sendable {
     private func reapIfExited() -> Int32? {
         exitStatus.withLock { known in
             if let known { return known }
-            var status: Int32 = 0
-            var result: pid_t
-            repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
-            guard result == pid else { return nil }
-            known = ChildProcess.exitStatus(decoding: status)
+            guard case .exited(let status) = ChildProcess.state(of: pid) else { return nil }
+            known = status
             return known
         }
     }
