@@ -1,10 +1,6 @@
 import CaretakerCore
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What `/proc` says about a running process (Linux): the one reader of the tests
 /// (`DaemonProcess.cpuTime`, the daemon tests' RSS and wake-ups) and of the scripts,
 /// which run it as `caretaker-testkit` (the bench's M1 and W1, the soak's RSS).
@@ -74,22 +70,22 @@ public struct ProcessStatistics: Sendable {
     }
 
     /// The `count` files (or `[heap]`, `[anonymous]`, …) whose mappings hold the most
-    /// resident memory, most first, with how much of it no other process maps.
+    /// resident memory, most first (equal sizes in the order of their first mapping),
+    /// with how much of it no other process maps.
     public func largestMappings(_ count: Int) throws -> [(name: String, residentKiB: Int, privateKiB: Int)] {
-        var order: [String] = []
-        var totals: [String: (resident: Int, private: Int)] = [:]
+        var totals: [(name: String, residentKiB: Int, privateKiB: Int)] = []
+        var position: [String: Int] = [:]
         for mapping in ProcessMapping.parse(try read("smaps")) {
             let name = mapping.path.isEmpty ? "[anonymous]" : String(mapping.path)
-            if totals[name] == nil { order.append(name) }
-            let total = totals[name, default: (0, 0)]
-            totals[name] = (total.resident + mapping.residentBytes / 1024, total.private + mapping.privateBytes / 1024)
+            if position[name] == nil {
+                position[name] = totals.count
+                totals.append((name, 0, 0))
+            }
+            totals[position[name]!].residentKiB += mapping.residentBytes / 1024
+            totals[position[name]!].privateKiB += mapping.privateBytes / 1024
         }
-        // A stable sort: equal sizes keep the order of their first mapping.
-        let sorted = order.enumerated().sorted { a, b in
-            let (left, right) = (totals[a.element]!.resident, totals[b.element]!.resident)
-            return left != right ? left > right : a.offset < b.offset
-        }
-        return sorted.prefix(count).map { ($0.element, totals[$0.element]!.resident, totals[$0.element]!.private) }
+        let ranked = totals.enumerated().sorted { ($0.element.residentKiB, $1.offset) > ($1.element.residentKiB, $0.offset) }
+        return ranked.prefix(count).map(\.element)
     }
 
     /// `voluntary_ctxt_switches` of each thread, by thread id (a thread that ends while
