@@ -97,6 +97,11 @@ let package = Package(
             name: "CaretakerTestSupport",
             dependencies: ["CaretakerCore", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
+        // The scripts' share of the test support (the /proc reader the bench and the soak use).
+        .executableTarget(
+            name: "caretaker-testkit",
+            dependencies: ["CaretakerTestSupport"]
+        ),
         .testTarget(
             name: "CaretakerCoreTests",
             dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText"]

@@ -68,17 +68,35 @@ public enum ChildProcess {
         return exitStatus(decoding: status)
     }
 
+    /// What a look at a child without waiting (`waitpid` with `WNOHANG`) found.
+    public enum State: Equatable, Sendable {
+        case running
+        /// It exited and is reaped now: its exit status (128 + signal when killed).
+        case exited(Int32)
+        /// Not a child of this process (any more): reaped already, or never ours.
+        case notAChild
+    }
+
+    /// Reaps `pid` if it has exited, without waiting.
+    public static func state(of pid: pid_t) -> State {
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+        if result == pid { return .exited(exitStatus(decoding: status)) }
+        return result < 0 ? .notAChild : .running
+    }
+
     /// Waits up to `timeout` for `pid` to exit and returns its exit status; when it is
     /// still running then, kills it with SIGKILL, reaps it and returns nil.
     public static func exitStatus(of pid: pid_t, within timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
         while true {
             let expired = ContinuousClock.now >= deadline
-            var result: pid_t
-            repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
-            if result == pid { return exitStatus(decoding: status) }
-            if result < 0 { return nil }  // not our child (any more)
+            switch state(of: pid) {
+            case .exited(let status): return status
+            case .notAChild: return nil
+            case .running: break
+            }
             if expired { break }
             try? await Task.sleep(for: .milliseconds(20))
         }

@@ -121,7 +121,7 @@ public final class TestPgBouncer: Sendable {
     private var hasExited: Bool {
         pid.withLock { current in
             guard let running = current else { return true }
-            guard waitpid(running, nil, WNOHANG) != 0 else { return false }
+            guard ChildProcess.state(of: running) != .running else { return false }
             current = nil
             return true
         }

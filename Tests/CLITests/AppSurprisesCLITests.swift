@@ -17,11 +17,9 @@ import Glibc
         _ = try db.runSucceeding("prune")
         let standby = try TemporaryPostgres.shared.standbyConninfo(database: db.name)
         // Wait until the standby has replayed the run too.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        _ = try eventually(timeout: .seconds(30)) {
             let connection = try Postgres.Connection(.init(conninfo: standby))
-            if try connection.query("SELECT count(*) AS n FROM caretaker.job_runs").first?.int("n") == 1 { break }
-            Thread.sleep(forTimeInterval: 0.1)
+            return try connection.query("SELECT count(*) AS n FROM caretaker.job_runs").first?.int("n") == 1
         }
         let path = NSTemporaryDirectory() + "caretaker-standby-\(db.name).toml"
         try "[database]\nurl = \"\(standby)\"\n".write(toFile: path, atomically: true, encoding: .utf8)

@@ -34,8 +34,7 @@ final class DashboardProcess {
                 url = String(log[range.lowerBound...].dropFirst(4).prefix { $0 != " " && $0 != "\n" })
                 return
             }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
+            if case .exited = ChildProcess.state(of: pid) {
                 throw DashboardTestError(message: "the dashboard exited: \(log)")
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -45,8 +44,7 @@ final class DashboardProcess {
 
     deinit {
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = ChildProcess.wait(pid)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

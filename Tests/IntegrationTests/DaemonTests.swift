@@ -563,13 +563,14 @@ import Glibc
                     "the connection stayed open after the run")
             let nextSlot = (try Self.now(db) / 10).rounded(.up) * 10
             guard try nextSlot - Self.now(db) > 3 else { continue }
-            let switchesBefore = try Self.voluntarySwitches(daemon.pid)
+            // /proc/PID/status counts the main thread's switches: the scheduler's.
+            let switchesBefore = try daemon.statistics.status("voluntary_ctxt_switches")
             let windowStart = ContinuousClock.now
             while try Self.now(db) < nextSlot - 0.5 {
                 samples.append(try Self.daemonConnections(db))
                 try await Task.sleep(for: .milliseconds(100))
             }
-            switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
+            switches = try daemon.statistics.status("voluntary_ctxt_switches") - switchesBefore
             pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > windowStart }.count
             break
         }
@@ -593,8 +594,8 @@ import Glibc
         let low = try await Self.started(config, lowFootprint: true)
         let normal = try await Self.started(config)
         try await Task.sleep(for: .seconds(2))
-        let lowKiB = try Self.residentKiB(low.pid)
-        let normalKiB = try Self.residentKiB(normal.pid)
+        let lowKiB = try low.statistics.status("VmRSS")
+        let normalKiB = try normal.statistics.status("VmRSS")
         #expect(lowKiB * 2 < normalKiB, "idle resident memory: low-footprint \(lowKiB) KiB, normal \(normalKiB) KiB")
         _ = try db.writeConfiguration(worker + Self.sqlJob("tick", sql: "SELECT 1"))
         low.signal(SIGHUP)
@@ -602,24 +603,6 @@ import Glibc
                 "\(low.log)")
         await Self.stop(normal)
         await Self.stop(low)
-    }
-
-    /// `VmRSS` of a process, in KiB.
-    static func residentKiB(_ pid: pid_t) throws -> Int {
-        try statusValue(pid, "VmRSS")
-    }
-
-    /// Voluntary context switches of the process's main thread (the scheduler).
-    static func voluntarySwitches(_ pid: pid_t) throws -> Int {
-        try statusValue(pid, "voluntary_ctxt_switches")
-    }
-
-    /// The number after `name:` in `/proc/PID/status` (a unit such as `kB` after it is ignored).
-    static func statusValue(_ pid: pid_t, _ name: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(name + ":") })
-        let value = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first
-        return try #require(value.flatMap { Int($0) }, "\(line)")
     }
 
     @Test("low-footprint: one job at a time on one connection, batch_pause between batches, no spinning while a job waits")

@@ -55,12 +55,10 @@ import Testing
         let name = db.name
         let migration = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }
         // Wait until migrate is building an index (and waiting for the open writer).
-        var building = false
-        for _ in 0..<300 where !building {
-            building = try db.count("""
+        let building = try await eventually(timeout: .seconds(30)) {
+            try db.count("""
                 SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
                 """, name) > 0
-            if !building { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(building, "migrate never reached the index build")
         // Another app write goes through at once: a plain CREATE INDEX would queue it behind the build.

@@ -75,15 +75,19 @@ enum IdleMemory {
     }
 }
 
-/// One entry of `/proc/self/smaps`: the header line and the counters we need.
-struct ProcessMapping: Equatable {
+/// One entry of `/proc/self/smaps`: the header line and the counters we need (the test
+/// support's `ProcessStatistics` reads other processes' smaps with it too).
+public struct ProcessMapping: Equatable, Sendable {
     var start: UInt
     var end: UInt
     /// `r-xp`, `r--p`, `rw-p`, …
     var permissions: Substring
-    var path: Substring
-    var residentBytes = 0
+    /// The file, `[heap]`, `[stack]`, …; empty for anonymous memory.
+    public var path: Substring
+    public var residentBytes = 0
     var anonymousBytes = 0
+    /// `Private_Clean` + `Private_Dirty`: pages no other process maps.
+    public var privateBytes = 0
 
     /// Code and read-only data of an ELF object (the executable or a `.so`) with no
     /// private copy of any page: dropping it loses nothing.
@@ -104,7 +108,7 @@ struct ProcessMapping: Equatable {
 
     /// Parses `/proc/PID/smaps`: a header per mapping (`start-end perms offset dev
     /// inode [path]`), then `Name: value kB` lines.
-    static func parse(_ text: String) -> [ProcessMapping] {
+    public static func parse(_ text: String) -> [ProcessMapping] {
         var mappings: [ProcessMapping] = []
         for line in text.split(separator: "\n") {
             if let header = header(line) {
@@ -112,6 +116,9 @@ struct ProcessMapping: Equatable {
             } else if !mappings.isEmpty, let (name, kilobytes) = counter(line) {
                 if name == "Rss" { mappings[mappings.count - 1].residentBytes = kilobytes * 1024 }
                 if name == "Anonymous" { mappings[mappings.count - 1].anonymousBytes = kilobytes * 1024 }
+                if name == "Private_Clean" || name == "Private_Dirty" {
+                    mappings[mappings.count - 1].privateBytes += kilobytes * 1024
+                }
             }
         }
         return mappings
