@@ -11,50 +11,50 @@ struct Prune: Job {
     let settings: PruneSettings
 
     func run(_ context: JobContext) throws -> JobStats {
-        let s = context.schema
-        let targets: [(counter: String, table: String, key: String, condition: String, keep: Duration)] = [
-            ("runs_deleted", RunStore.prunableRuns.table, RunStore.prunableRuns.key, RunStore.prunableRuns.condition,
-             settings.keepHistory),
-            ("slots_deleted", RunStore.prunableSlots.table, RunStore.prunableSlots.key, RunStore.prunableSlots.condition,
-             settings.keepHistory),
-            ("sessions_deleted", "\(s).sessions", "id",
-             "revoked_at < now() - $1::bigint * interval '1 microsecond'", settings.keepRevokedSessions),
-            ("reset_requests_deleted", "\(s).password_reset_requests", "id",
-             "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'", settings.keepResetRequests),
-        ]
-        var stats = JobStats()
-        for target in targets {
+        let pass = PrunePass(settings: settings, context: context)
+        try pass.run()
+        return pass.stats
+    }
+}
+
+/// One run of `prune`: its context, queries and counters.
+private final class PrunePass {
+    let context: JobContext
+    /// Each table in the order pruned, with how long its rows are kept.
+    let targets: [(target: PruneQueries.Target, keep: Duration)]
+    var stats = JobStats()
+
+    init(settings: PruneSettings, context: JobContext) {
+        self.context = context
+        let queries = PruneQueries(schema: context.schema)
+        targets = [(queries.runs, settings.keepHistory), (queries.slots, settings.keepHistory),
+                   (queries.sessions, settings.keepRevokedSessions), (queries.resetRequests, settings.keepResetRequests)]
+    }
+
+    func run() throws {
+        for (target, keep) in targets {
             stats.add(target.counter, 0)
             if context.dryRun {
-                let count = try context.inBatch { connection in
-                    try connection.query("SELECT count(*) AS n FROM \(target.table) WHERE \(target.condition)",
-                                         target.keep.microseconds).first?.int("n") ?? 0
-                }
+                let count = try context.inBatch { try $0.query(target.count, keep.microseconds).first?.int("n") ?? 0 }
                 stats.add(target.counter, count)
                 continue
             }
-            let blockedCounter = target.counter.replacing("_deleted", with: "_blocked")
-            stats.add(blockedCounter, 0)
-            let candidates = """
-                SELECT \(target.key) AS key FROM \(target.table) WHERE \(target.condition) AND \(target.key) <> ALL($3)
-                LIMIT $2
-                """
-            try context.repeatBatches {
-                let parameters: [any PostgresBindable] = [target.keep.microseconds, context.job.batchSize,
-                                                          context.blockedIDs(blockedCounter)]
-                // A row the app still references is deleted on its own, or left.
-                let batch = try context.changeBatch("""
-                    DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
-                    """, orOneByOne: candidates, parameters, counter: blockedCounter) { connection, key in
-                    try connection.query("""
-                        DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
-                        """, target.keep.microseconds, key).affectedRows
-                }
-                stats.add(target.counter, batch.changed)
-                return batch.handled
-            }
+            stats.add(target.blockedCounter, 0)
+            try context.repeatBatches { try self.deleteBatch(target, keep: keep) }
         }
-        return stats
+    }
+
+    /// Deletes up to `batch_size` of the target's prunable rows (a row the app
+    /// still references on its own, or left); returns how many it looked at.
+    private func deleteBatch(_ target: PruneQueries.Target, keep: Duration) throws -> Int {
+        let parameters: [any PostgresBindable] = [keep.microseconds, context.job.batchSize,
+                                                  context.blockedIDs(target.blockedCounter)]
+        let batch = try context.changeBatch(target.deleteBatch, orOneByOne: target.candidates, parameters,
+                                            counter: target.blockedCounter) { connection, key in
+            try connection.query(target.deleteOne, keep.microseconds, key).affectedRows
+        }
+        stats.add(target.counter, batch.changed)
+        return batch.handled
     }
 }
 
