@@ -1,9 +1,10 @@
+import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CaretakerCore
 
 /// The span of time the overview's timeline and charts show.
 public enum TimeWindow: String, Sendable, CaseIterable {
@@ -102,7 +103,9 @@ public struct RunFilter: Sendable, Equatable {
         trigger = try value("trigger", RunTrigger.self)
         range = try value("range", Range.self) ?? .all
         if let text = query["page"], !text.isEmpty {
-            guard let number = Int(text), number >= 1, number <= 1_000_000 else { throw .badRequest("page must be a number from 1") }
+            guard let number = Int(text), number >= 1, number <= 1_000_000 else {
+                throw .badRequest("page must be a number from 1")
+            }
             page = number
         }
     }

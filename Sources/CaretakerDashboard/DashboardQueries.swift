@@ -1,10 +1,11 @@
+import CaretakerCore
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CaretakerCore
-import Postgres
 
 /// The dashboard's reads: the history through `RunStore` (the owner of caretaker's
 /// tables), plus the database clock and when caretaker's schema was installed.
@@ -13,18 +14,23 @@ import Postgres
 /// is made against `now()` of the read's transaction: the database clock.
 public enum DashboardQueries {
     /// Everything the overview shows for `window`, read on `connection` (in one transaction).
-    public static func overview(_ connection: Connection, configuration: Configuration, window: TimeWindow) throws -> Overview {
-        let clock = try connection.query("""
+    public static func overview(
+        _ connection: Connection, configuration: Configuration, window: TimeWindow
+    ) throws -> Overview {
+        let clock = try connection.query(
+            """
             SELECT extract(epoch FROM now())::float8 AS now,
                    (SELECT extract(epoch FROM min(applied_at))::float8 FROM caretaker.schema_migrations) AS installed
-            """).first
+            """
+        ).first
         guard let nowSeconds = clock?.double("now") else {
             throw PostgresError(kind: .query, message: "the server did not return its clock")
         }
         let now = Date(timeIntervalSince1970: nowSeconds)
         let installed = clock?.double("installed").map(Date.init(timeIntervalSince1970:)) ?? now
         let start = nowSeconds - window.seconds
-        let health = Dictionary(uniqueKeysWithValues: try JobHealth.assess(connection, configuration: configuration).map { ($0.job, $0) })
+        let health = Dictionary(
+            uniqueKeysWithValues: try JobHealth.assess(connection, configuration: configuration).map { ($0.job, $0) })
 
         let store = RunStore(connection)
         let runsByJob = Dictionary(grouping: try store.runSummaries(startedSince: start), by: \.job)
@@ -32,31 +38,40 @@ public enum DashboardQueries {
         var sums: [String: [String: [Int64]]] = [:]
         for sum in try store.counterSums(since: start, bucketSeconds: window.bucketSeconds)
         where (0..<window.bucketCount).contains(sum.bucket) {
-            sums[sum.job, default: [:]][sum.counter, default: Array(repeating: 0, count: window.bucketCount)][sum.bucket] += sum.total
+            sums[sum.job, default: [:]][sum.counter, default: Array(repeating: 0, count: window.bucketCount)][
+                sum.bucket] += sum.total
         }
 
         let jobs = try configuration.jobs.map { job -> JobOverview in
             let runs = runsByJob[job.name] ?? []
             let last = try store.latestRanSummary(job: job.name)
-            let missed = job.enabled
-                ? missedSpans(job.schedule, from: max(Date(timeIntervalSince1970: start), installed), to: now,
-                              claimed: claimedByJob[job.name] ?? [])
+            let missed =
+                job.enabled
+                ? missedSpans(
+                    job.schedule, from: max(Date(timeIntervalSince1970: start), installed), to: now,
+                    claimed: claimedByJob[job.name] ?? [])
                 : []
             let series = DashboardCounters.main(for: job).map { counter in
-                CounterSeries(counter: counter, buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount))
+                CounterSeries(
+                    counter: counter,
+                    buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount))
             }
-            return summary(job, now: now, health: health[job.name], lastRun: last, runs: runs, missed: missed, series: series)
+            return summary(
+                job, now: now, health: health[job.name], lastRun: last, runs: runs, missed: missed, series: series)
         }
         return Overview(now: now, window: window, jobs: jobs)
     }
 
     /// A job's line: what the configuration says, with what the history says.
-    static func summary(_ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunSummary?,
-                        runs: [RunSummary] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []) -> JobOverview {
-        JobOverview(name: job.name, enabled: job.enabled, schedule: job.schedule.text,
-                    scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
-                    health: health, lastRun: lastRun, nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                    runs: runs, missed: missed, series: series)
+    static func summary(
+        _ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunSummary?,
+        runs: [RunSummary] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []
+    ) -> JobOverview {
+        JobOverview(
+            name: job.name, enabled: job.enabled, schedule: job.schedule.text,
+            scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
+            health: health, lastRun: lastRun, nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
+            runs: runs, missed: missed, series: series)
     }
 
     /// The slots of `schedule` in `[from, to)` that no instance claimed, grouped into
@@ -83,9 +98,14 @@ public enum DashboardQueries {
     }
 
     /// One page of `job`'s runs, newest first, as `filter` says.
-    public static func jobRuns(_ connection: Connection, configuration: Configuration, job: String,
-                               filter: RunFilter) throws -> JobRuns {
-        guard let nowSeconds = try connection.query("SELECT extract(epoch FROM now())::float8 AS now").first?.double("now") else {
+    public static func jobRuns(
+        _ connection: Connection, configuration: Configuration, job: String,
+        filter: RunFilter
+    ) throws -> JobRuns {
+        guard
+            let nowSeconds = try connection.query("SELECT extract(epoch FROM now())::float8 AS now").first?.double(
+                "now")
+        else {
             throw PostgresError(kind: .query, message: "the server did not return its clock")
         }
         let store = RunStore(connection)
@@ -93,21 +113,27 @@ public enum DashboardQueries {
         if configured == nil, try !store.hasRuns(job: job) {
             throw DashboardError.notFound("no job \(job) in the configuration or the history")
         }
-        let rows = try store.runSummaries(job: job, status: filter.status, trigger: filter.trigger,
-                                          startedSince: filter.range.seconds.map { nowSeconds - $0 },
-                                          limit: RunFilter.pageSize + 1, offset: (filter.page - 1) * RunFilter.pageSize)
+        let rows = try store.runSummaries(
+            job: job, status: filter.status, trigger: filter.trigger,
+            startedSince: filter.range.seconds.map { nowSeconds - $0 },
+            limit: RunFilter.pageSize + 1, offset: (filter.page - 1) * RunFilter.pageSize)
         let now = Date(timeIntervalSince1970: nowSeconds)
         let overview = try configured.map { job in
-            summary(job, now: now, health: try JobHealth.assess(connection, configuration: configuration).first { $0.job == job.name },
-                    lastRun: try store.latestRanSummary(job: job.name))
+            summary(
+                job, now: now,
+                health: try JobHealth.assess(connection, configuration: configuration).first { $0.job == job.name },
+                lastRun: try store.latestRanSummary(job: job.name))
         }
-        return JobRuns(now: now, job: job, configured: overview, filter: filter,
-                       runs: Array(rows.prefix(RunFilter.pageSize)), hasNextPage: rows.count > RunFilter.pageSize)
+        return JobRuns(
+            now: now, job: job, configured: overview, filter: filter,
+            runs: Array(rows.prefix(RunFilter.pageSize)), hasNextPage: rows.count > RunFilter.pageSize)
     }
 
     /// One run's full record, and the database clock.
     public static func run(_ connection: Connection, id: Int64) throws -> (run: RunSummary, now: Date) {
-        guard let found = try RunStore(connection).runSummary(id: id) else { throw DashboardError.notFound("no run \(id)") }
+        guard let found = try RunStore(connection).runSummary(id: id) else {
+            throw DashboardError.notFound("no run \(id)")
+        }
         return found
     }
 }

@@ -113,8 +113,10 @@ public final class DaemonProcess: Sendable {
     /// every 50 ms; returns the matching lines, or nil after `timeout` (or when the
     /// process exited without writing them).
     @discardableResult
-    public func waitForLog(containing fragment: String, count: Int = 1,
-                           timeout: Duration = .seconds(10)) async -> [String]? {
+    public func waitForLog(
+        containing fragment: String, count: Int = 1,
+        timeout: Duration = .seconds(10)
+    ) async -> [String]? {
         let deadline = ContinuousClock.now + timeout
         while true {
             let exited = hasExited

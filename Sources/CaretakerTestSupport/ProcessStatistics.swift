@@ -84,7 +84,9 @@ public struct ProcessStatistics: Sendable {
             totals[position[name]!].residentKiB += mapping.residentBytes / 1024
             totals[position[name]!].privateKiB += mapping.privateBytes / 1024
         }
-        let ranked = totals.enumerated().sorted { ($0.element.residentKiB, $1.offset) > ($1.element.residentKiB, $0.offset) }
+        let ranked = totals.enumerated().sorted {
+            ($0.element.residentKiB, $1.offset) > ($1.element.residentKiB, $0.offset)
+        }
         return ranked.prefix(count).map(\.element)
     }
 

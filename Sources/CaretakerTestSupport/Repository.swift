@@ -16,7 +16,8 @@ public enum Repository {
     public static func file(_ relative: String) throws -> String {
         let path = root + "/" + relative
         guard FileManager.default.fileExists(atPath: path) else {
-            throw RepositoryError(description: "\(path) is missing: test support runs it from the caretaker checkout it was built from")
+            throw RepositoryError(
+                description: "\(path) is missing: test support runs it from the caretaker checkout it was built from")
         }
         return path
     }

@@ -41,8 +41,10 @@ public final class TemporaryPostgres: Sendable {
         // must be at least its primary's.
         var settings = ["port=\(port)", "max_connections=300", "shared_buffers=64MB"]
         if tls != nil {
-            settings += ["listen_addresses=127.0.0.1", "ssl=on",
-                         "ssl_cert_file=\(directory)/server.crt", "ssl_key_file=\(directory)/server.key"]
+            settings += [
+                "listen_addresses=127.0.0.1", "ssl=on",
+                "ssl_cert_file=\(directory)/server.crt", "ssl_key_file=\(directory)/server.key",
+            ]
         }
         try Self.cluster(["start", directory] + settings, log: directory + "/pg_start.log")
         try startWatcher()
@@ -86,8 +88,9 @@ public final class TemporaryPostgres: Sendable {
         let standby = standbyPath
         try standbyLock.withLock { started in
             guard !started else { return }
-            try Self.cluster(["start-standby", directory, standby], log: directory + "/pg_start-standby.log",
-                             environment: ["PGPORT": "\(port)"])
+            try Self.cluster(
+                ["start-standby", directory, standby], log: directory + "/pg_start-standby.log",
+                environment: ["PGPORT": "\(port)"])
             started = true
         }
         return standby
@@ -123,8 +126,11 @@ public final class TemporaryPostgres: Sendable {
     /// A new, empty database named after the test; `migrated` applies caretaker's migrations first
     /// (copied from a template database, which is much faster than migrating each time).
     public func makeDatabase(_ name: String = #function, migrated: Bool = true) throws -> String {
-        let database = "t\(counter.add(1, ordering: .relaxed).newValue)_" + String(name.lowercased()
-            .map { $0.isLetter || $0.isNumber ? $0 : "_" }.prefix(40))
+        let database =
+            "t\(counter.add(1, ordering: .relaxed).newValue)_"
+            + String(
+                name.lowercased()
+                    .map { $0.isLetter || $0.isNumber ? $0 : "_" }.prefix(40))
         let admin = try connect()
         if migrated {
             try prepareTemplate(admin)
@@ -166,7 +172,8 @@ public final class TemporaryPostgres: Sendable {
         let path = String(cString: made)
         if isRoot {
             guard let owner = getpwnam("postgres") else {
-                throw TemporaryPostgresError(message: "running as root but there is no postgres user to run the server as")
+                throw TemporaryPostgresError(
+                    message: "running as root but there is no postgres user to run the server as")
             }
             chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
         }
@@ -226,7 +233,8 @@ public final class TemporaryPostgres: Sendable {
     /// (if one was started) and the server, and removes the directory.
     private func startWatcher() throws {
         let library = shellQuoted(try Repository.file("scripts/lib/postgres.sh"))
-        let stop = "/bin/bash \(library) stop \(standbyPath) immediate; /bin/bash \(library) stop \(directory) immediate"
+        let stop =
+            "/bin/bash \(library) stop \(standbyPath) immediate; /bin/bash \(library) stop \(directory) immediate"
         let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop); rm -rf \(directory)"
         _ = try ChildProcess.spawn(["/bin/sh", "-c", script], environment: Self.libraryEnvironment(), newSession: true)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -134,7 +135,8 @@ public final class TestSMTPServer: Sendable {
         try FileManager.default.createDirectory(atPath: messages, withIntermediateDirectories: false)
         let script = try Repository.file("scripts/lib/smtp_server.py")
         let scheme = if case .implicit = options.tls { "smtps" } else { "smtp" }
-        let arguments = ["/usr/bin/python3", script, "--messages", messages, "--until-stdin-closes"] + serverArguments(options)
+        let arguments =
+            ["/usr/bin/python3", script, "--messages", messages, "--until-stdin-closes"] + serverArguments(options)
         let (pid, stdinFD, stdoutFD) = try spawn(arguments, stderrPath: directory + "/server.log")
         defer { close(stdoutFD) }
         do {
@@ -253,7 +255,8 @@ public final class TestSMTPServer: Sendable {
         guard result == 0 else {
             close(stdinPipe[1])
             close(stdoutPipe[0])
-            throw TestSMTPServerError(description: "could not start \(arguments[0]): \(String(cString: strerror(result)))")
+            throw TestSMTPServerError(
+                description: "could not start \(arguments[0]): \(String(cString: strerror(result)))")
         }
         return (pid, stdinPipe[1], stdoutPipe[0])
     }
@@ -269,7 +272,8 @@ public final class TestSMTPServer: Sendable {
                 throw TestSMTPServerError(description: "server did not say ready within \(timeout)")
             }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds =
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if poll(&poller, 1, Int32(max(1, milliseconds))) <= 0 { continue }
             var byte: UInt8 = 0
             let count = read(fd, &byte, 1)

@@ -29,8 +29,10 @@ public final class Connection: @unchecked Sendable {
         /// A password read from a file or credential; `nil` leaves it to libpq (`.pgpass`, `PGPASSWORD`).
         public var password: String?
 
-        public init(conninfo: String, applicationName: String = "caretaker",
-                    connectTimeout: Duration = .seconds(10), password: String? = nil) {
+        public init(
+            conninfo: String, applicationName: String = "caretaker",
+            connectTimeout: Duration = .seconds(10), password: String? = nil
+        ) {
             self.conninfo = conninfo
             self.applicationName = applicationName
             self.connectTimeout = connectTimeout
@@ -142,10 +144,13 @@ public final class Connection: @unchecked Sendable {
             if PQisBusy(handle) == 0 { break }
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
-                throw PostgresError(kind: .connection, message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
+                throw PostgresError(
+                    kind: .connection,
+                    message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
             }
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds =
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if poll(&descriptor, 1, Int32(clamping: max(1, milliseconds))) < 0 && errno != EINTR {
                 throw PostgresError(kind: .connection, message: "poll failed while waiting for the server")
             }
@@ -202,7 +207,8 @@ public final class Connection: @unchecked Sendable {
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
-                firstError = firstError ?? error(from: result, statement: statements[min(index, statements.count - 1)].sql)
+                firstError =
+                    firstError ?? error(from: result, statement: statements[min(index, statements.count - 1)].sql)
             }
         }
         guard PQexitPipelineMode(handle) == 1 else { throw connectionError() }
@@ -257,8 +263,9 @@ public final class Connection: @unchecked Sendable {
         var pending = try drainNotifications()
         if !pending.isEmpty { return pending }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000
-            + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000
+                + timeout.components.attoseconds / 1_000_000_000_000_000)
         let ready = poll(&descriptor, 1, milliseconds)
         if ready < 0 && errno != EINTR {
             throw PostgresError(kind: .connection, message: "poll failed on the listening connection")
@@ -274,10 +281,11 @@ public final class Connection: @unchecked Sendable {
         var received: [Notification] = []
         while let notify = PQnotifies(handle) {
             let message = notify.pointee
-            received.append(Notification(
-                channel: String(cString: message.relname),
-                payload: String(cString: message.extra),
-                senderPID: message.be_pid))
+            received.append(
+                Notification(
+                    channel: String(cString: message.relname),
+                    payload: String(cString: message.extra),
+                    senderPID: message.be_pid))
             PQfreemem(notify)
         }
         return received
@@ -300,8 +308,10 @@ public final class Connection: @unchecked Sendable {
     }
 
     private func error(from result: OpaquePointer, statement: String) -> PostgresError {
-        PostgresError.fromServer(kind: PQstatus(handle) == CONNECTION_OK ? .query : .connection,
-                                 fallbackMessage: Self.trimmed(PQresultErrorMessage(result)), statement: statement) {
+        PostgresError.fromServer(
+            kind: PQstatus(handle) == CONNECTION_OK ? .query : .connection,
+            fallbackMessage: Self.trimmed(PQresultErrorMessage(result)), statement: statement
+        ) {
             field(result, $0)
         }
     }
@@ -373,7 +383,8 @@ enum ConninfoSecrets {
         var option = options
         while option.pointee.keyword != nil {
             if let display = option.pointee.dispchar, display.pointee == CChar(UInt8(ascii: "*")),
-               let value = option.pointee.val {
+                let value = option.pointee.val
+            {
                 found.append(String(cString: value))
             }
             option += 1

@@ -40,9 +40,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// A short label of the statement that failed: its first line, cut before any quoted literal.
     public let statement: String?
 
-    public init(kind: Kind, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil,
-                constraint: String? = nil, schema: String? = nil, table: String? = nil, column: String? = nil,
-                statement: String? = nil) {
+    public init(
+        kind: Kind, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil,
+        constraint: String? = nil, schema: String? = nil, table: String? = nil, column: String? = nil,
+        statement: String? = nil
+    ) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
@@ -93,8 +95,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isRowLevel: Bool {
         guard kind == .query, let sqlState else { return false }
         return sqlState.hasPrefix(SQLState.integrityConstraintViolationClass)
-            || [SQLState.raiseException, SQLState.assertFailure, SQLState.lockNotAvailable,
-                SQLState.deadlockDetected, SQLState.serializationFailure].contains(sqlState)
+            || [
+                SQLState.raiseException, SQLState.assertFailure, SQLState.lockNotAvailable,
+                SQLState.deadlockDetected, SQLState.serializationFailure,
+            ].contains(sqlState)
     }
     /// The connection is gone (class 08, admin shutdown 57P01–57P03, or libpq lost it).
     public var isConnectionLost: Bool {
@@ -138,17 +142,20 @@ public enum SQLState {
 extension PostgresError {
     /// Builds the error from the server's fields, dropping the values they may carry.
     /// `field` reads one `PG_DIAG_*` field by its code letter.
-    static func fromServer(kind: Kind, fallbackMessage: String, statement sql: String?,
-                           field: (Character) -> String?) -> PostgresError {
+    static func fromServer(
+        kind: Kind, fallbackMessage: String, statement sql: String?,
+        field: (Character) -> String?
+    ) -> PostgresError {
         let sqlState = field("C")
         var message = field("M") ?? fallbackMessage
         if sqlState?.hasPrefix(SQLState.dataExceptionClass) == true {
             // `invalid input syntax for type integer: "…"`: the input is a parameter value.
             message = ServerText.hidingQuotedText(message)
         }
-        return PostgresError(kind: kind, sqlState: sqlState, message: message,
-                             detail: field("D").map(ServerText.detailWithoutValues), hint: field("H"),
-                             constraint: field("n"), schema: field("s"), table: field("t"), column: field("c"),
-                             statement: sql.flatMap(ServerText.statementLabel))
+        return PostgresError(
+            kind: kind, sqlState: sqlState, message: message,
+            detail: field("D").map(ServerText.detailWithoutValues), hint: field("H"),
+            constraint: field("n"), schema: field("s"), table: field("t"), column: field("c"),
+            statement: sql.flatMap(ServerText.statementLabel))
     }
 }

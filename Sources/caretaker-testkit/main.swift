@@ -34,8 +34,9 @@ do {
     case ("memory", 4) where arguments[2] == "--top":
         guard let count = Int(arguments[3]) else { fail(usage, status: 64) }
         for mapping in try process.largestMappings(count) {
-            let sizes = String(format: "  %6.1f MiB resident, %5.1f MiB private  ",
-                               Double(mapping.residentKiB) / 1024, Double(mapping.privateKiB) / 1024)
+            let sizes = String(
+                format: "  %6.1f MiB resident, %5.1f MiB private  ",
+                Double(mapping.residentKiB) / 1024, Double(mapping.privateKiB) / 1024)
             print(sizes + mapping.name)
         }
     case ("status", 3):

@@ -1,11 +1,12 @@
 import ArgumentParser
 import CaretakerCore
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 extension Caretaker {
     /// `caretaker jobs`: each job's schedule, time zone, next run and last run.
@@ -30,12 +31,15 @@ extension Caretaker {
                     let next = job.enabled ? job.schedule.nextDate(after: now).map(Self.format) ?? "never" : "-"
                     let last = try store.latestStart(job: job.name)
                     let lastText = last.map { "\($0.status) at \($0.startedAt)" } ?? "never"
-                    table.append([job.name, job.enabled ? "yes" : "no", job.schedule.text,
-                                  job.timeZoneName, next, lastText])
-                    items.append("  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
-                        + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.timeZoneName)), "
-                        + "\"next_run\": \(jsonString(next)), \"last_status\": \(last.map { jsonString($0.status) } ?? "null"), "
-                        + "\"last_started_at\": \(last.map { jsonString($0.startedAt) } ?? "null")}")
+                    table.append([
+                        job.name, job.enabled ? "yes" : "no", job.schedule.text,
+                        job.timeZoneName, next, lastText,
+                    ])
+                    items.append(
+                        "  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
+                            + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.timeZoneName)), "
+                            + "\"next_run\": \(jsonString(next)), \"last_status\": \(last.map { jsonString($0.status) } ?? "null"), "
+                            + "\"last_started_at\": \(last.map { jsonString($0.startedAt) } ?? "null")}")
                 }
                 print(json ? "[\n" + items.joined(separator: ",\n") + "\n]" : table.render())
                 return .ok

@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 @Suite struct IdleMemoryTests {
     static let smaps = """
@@ -37,8 +38,11 @@ import Testing
     func parse() {
         let mappings = ProcessMapping.parse(Self.smaps)
         #expect(mappings.count == 8)
-        #expect(mappings[0] == ProcessMapping(start: 0x55e5_6e1a_7000, end: 0x55e5_6ee9_4000, permissions: "r-xp",
-                                              path: "/usr/bin/caretaker", residentBytes: 2944 * 1024, anonymousBytes: 0))
+        #expect(
+            mappings[0]
+                == ProcessMapping(
+                    start: 0x55e5_6e1a_7000, end: 0x55e5_6ee9_4000, permissions: "r-xp",
+                    path: "/usr/bin/caretaker", residentBytes: 2944 * 1024, anonymousBytes: 0))
         #expect(mappings[2].privateBytes == (876 + 144) * 1024)
         #expect(mappings[3].path == "")
         #expect(mappings[5].path == "/usr/lib/old.so (deleted)")
@@ -48,8 +52,10 @@ import Testing
     @Test("only clean read-only pages of object files are dropped; .data with unwritten pages is paged out")
     func choice() {
         let mappings = ProcessMapping.parse(Self.smaps)
-        #expect(mappings.map(\.isReleasable) == [true, false, false, false, true, false, false, false],
-                "code and clean read-only data only: not relocated (anonymous) pages, not anonymous memory, not deleted files or devices")
+        #expect(
+            mappings.map(\.isReleasable) == [true, false, false, false, true, false, false, false],
+            "code and clean read-only data only: not relocated (anonymous) pages, not anonymous memory, not deleted files or devices"
+        )
         #expect(mappings.map(\.hasCleanFilePages) == [false, false, true, false, false, false, false, false])
     }
 

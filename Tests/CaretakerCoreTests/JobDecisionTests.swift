@@ -1,6 +1,7 @@
-@testable import CaretakerCore
 import Postgres
 import Testing
+
+@testable import CaretakerCore
 
 /// `send-temp-passwords`' decision for one request (SPEC §3 steps 1–3, in order).
 @Suite struct ResetDecisionTests {
@@ -29,25 +30,30 @@ import Testing
         #expect(decide(request, account, recentSends: 2) == .send(account, try MailAddress("a@example.test")))
         #expect(decide(request, account, recentSends: 3) == .settle(status: "ignored", reason: "rate limited"))
         let invalid = ResetAccount(id: 7, email: "not an address")
-        #expect(decide(request, invalid, recentSends: 3) == .settle(status: "ignored", reason: "rate limited"),
-                "the rate limit comes before the address check")
+        #expect(
+            decide(request, invalid, recentSends: 3) == .settle(status: "ignored", reason: "rate limited"),
+            "the rate limit comes before the address check")
     }
 
     @Test("an address that is not one valid mailbox: failed, invalid address")
     func invalidAddress() {
         for email in ["not an address", "a@example.test, b@example.test"] {
-            #expect(decide(request, ResetAccount(id: 7, email: email))
+            #expect(
+                decide(request, ResetAccount(id: 7, email: email))
                     == .settle(status: "failed", reason: MailError.invalidAddress.description), "\(email)")
         }
     }
 
     @Test("attempts used up: failed with the last error, or a count when there is none")
     func attemptsUsedUp() throws {
-        #expect(decide(ResetRequest(id: 1, email: "a@example.test", attempts: 4), account)
+        #expect(
+            decide(ResetRequest(id: 1, email: "a@example.test", attempts: 4), account)
                 == .send(account, try MailAddress("a@example.test")))
-        #expect(decide(ResetRequest(id: 1, email: "a@example.test", attempts: 5, lastError: "smtp said no"), account)
+        #expect(
+            decide(ResetRequest(id: 1, email: "a@example.test", attempts: 5, lastError: "smtp said no"), account)
                 == .settle(status: "failed", reason: "smtp said no"))
-        #expect(decide(ResetRequest(id: 1, email: "a@example.test", attempts: 6), account)
+        #expect(
+            decide(ResetRequest(id: 1, email: "a@example.test", attempts: 6), account)
                 == .settle(status: "failed", reason: "gave up after 6 attempts"))
     }
 }
@@ -56,17 +62,22 @@ import Testing
 @Suite struct SuccessionDecisionTests {
     @Test("the chosen member is appointed, as successor or by seniority")
     func appoint() {
-        let successor = SuccessionDecision(previousLeader: 1, reason: "leader_left",
-                                           chosen: .init(userID: 5, isSuccessor: true))
-        #expect(successor == SuccessionDecision(previousLeader: 1, reason: "leader_left", newLeader: 5, chosenBy: "successor"))
-        let senior = SuccessionDecision(previousLeader: nil, reason: "no_leader", chosen: .init(userID: 6, isSuccessor: false))
+        let successor = SuccessionDecision(
+            previousLeader: 1, reason: "leader_left",
+            chosen: .init(userID: 5, isSuccessor: true))
+        #expect(
+            successor
+                == SuccessionDecision(previousLeader: 1, reason: "leader_left", newLeader: 5, chosenBy: "successor"))
+        let senior = SuccessionDecision(
+            previousLeader: nil, reason: "no_leader", chosen: .init(userID: 6, isSuccessor: false))
         #expect(senior?.newLeader == 6 && senior?.chosenBy == "seniority")
     }
 
     @Test("nobody eligible: archived, except that an inactive leader stays")
     func nobody() {
         for reason in ["no_leader", "leader_deleted", "leader_left"] {
-            #expect(SuccessionDecision(previousLeader: 1, reason: reason, chosen: nil)
+            #expect(
+                SuccessionDecision(previousLeader: 1, reason: reason, chosen: nil)
                     == SuccessionDecision(previousLeader: 1, reason: reason, newLeader: nil, chosenBy: "none"))
         }
         #expect(SuccessionDecision(previousLeader: 1, reason: "leader_inactive", chosen: nil) == nil)
@@ -88,8 +99,10 @@ import Testing
     func advance() {
         var cursor = KeysetCursor(orderedBy: "created_at")
         #expect(cursor.parameters.map(\.postgresText) == ["-infinity", "\(Int64.min)"])
-        cursor.advance(past: [Row(columns: ["id", "created_at"], values: ["4", "2024-01-01 00:00:00+00"]),
-                              Row(columns: ["id", "created_at"], values: ["9", "2024-01-02 00:00:00+00"])])
+        cursor.advance(past: [
+            Row(columns: ["id", "created_at"], values: ["4", "2024-01-01 00:00:00+00"]),
+            Row(columns: ["id", "created_at"], values: ["9", "2024-01-02 00:00:00+00"]),
+        ])
         #expect(cursor.parameters.map(\.postgresText) == ["2024-01-02 00:00:00+00", "9"])
         cursor.advance(past: [])
         #expect(cursor.parameters.map(\.postgresText) == ["2024-01-02 00:00:00+00", "9"], "an empty batch moved it")

@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 /// How `expire-content`'s page sweep sizes its transactions.
 @Suite struct SweepRangeTests {
@@ -53,8 +54,10 @@ import Testing
             var all: [Int] = []
             for _ in 0..<Int.random(in: 1...400, using: &generator) {
                 // Mostly short batches, a few slow ones, many repeats.
-                let value = Bool.random(using: &generator) ? Int.random(in: 1...5, using: &generator)
-                                                           : Int.random(in: 1...300, using: &generator)
+                let value =
+                    Bool.random(using: &generator)
+                    ? Int.random(in: 1...5, using: &generator)
+                    : Int.random(in: 1...300, using: &generator)
                 histogram.add(value)
                 all.append(value)
                 #expect(histogram.percentile(0.99) == Self.sortedP99(all), "\(all)")

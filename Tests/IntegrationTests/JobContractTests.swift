@@ -1,9 +1,10 @@
-@testable import CaretakerCore
 import CaretakerTestSupport
 import Logging
 import Postgres
 import Synchronization
 import Testing
+
+@testable import CaretakerCore
 
 /// The contract between the runner and a job: a job returns what it did, the
 /// context records why it stopped, and the runner decides `interrupted` from that.
@@ -16,9 +17,12 @@ import Testing
 
     /// `idle` sessions idle for an hour and one active one.
     func sessions(idle: Int) throws {
-        let user = try #require(try db.connection.query(
-            "INSERT INTO users (email, password_hash) VALUES ('u@x.test', 'h') RETURNING id").first?.int64("id"))
-        try db.connection.query("""
+        let user = try #require(
+            try db.connection.query(
+                "INSERT INTO users (email, password_hash) VALUES ('u@x.test', 'h') RETURNING id"
+            ).first?.int64("id"))
+        try db.connection.query(
+            """
             INSERT INTO sessions (user_id, created_at, last_seen_at)
             SELECT $1::bigint, now() - interval '1 day', now() - interval '1 hour' FROM generate_series(1, $2::int)
             UNION ALL SELECT $1::bigint, now() - interval '1 day', now()
@@ -32,8 +36,9 @@ import Testing
         let job = try #require(configuration.job(named: "logout-inactive"))
         let asked = Atomic<Int>(0)
         return try JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
-            .run(.init(job: job, trigger: .manual), on: try db.connectAsWorker(),
-                 stopRequested: { asked.add(1, ordering: .relaxed).newValue >= stopAt })
+            .run(
+                .init(job: job, trigger: .manual), on: try db.connectAsWorker(),
+                stopRequested: { asked.add(1, ordering: .relaxed).newValue >= stopAt })
     }
 
     func revoked() throws -> Int {
@@ -52,8 +57,11 @@ import Testing
         #expect(error == "stopped by shutdown between batches")
         #expect(stats == JobStats([("sessions_revoked", 1), ("sessions_blocked", 0)]))
         #expect(try revoked() == 1, "one batch of one session, then the stop")
-        let row = try #require(try db.connection.query(
-            "SELECT status, (stats->>'sessions_revoked')::int AS revoked FROM caretaker.job_runs WHERE id = $1", runID).first)
+        let row = try #require(
+            try db.connection.query(
+                "SELECT status, (stats->>'sessions_revoked')::int AS revoked FROM caretaker.job_runs WHERE id = $1",
+                runID
+            ).first)
         #expect(row["status"] == "interrupted" && row.int("revoked") == 1)
     }
 
@@ -87,13 +95,24 @@ import Testing
         let configuration = try db.configuration()
         let job = try #require(configuration.job(named: "prune"))
         let connection = try TemporaryPostgres.shared.connect(database: db.name)
-        let context = JobContext(connection: connection, job: job, schema: "\"public\"", dryRun: false, runID: 0,
-                                 logger: Logger(label: "test"))
+        let context = JobContext(
+            connection: connection, job: job, schema: "\"public\"", dryRun: false, runID: 0,
+            logger: Logger(label: "test"))
         try db.connection.query("CREATE TABLE kept (x int)")
-        try context.inTransaction { try $0.query("INSERT INTO kept VALUES (1)"); return .commit }
-        try context.inTransaction { try $0.query("INSERT INTO kept VALUES (2)"); return .rollback }
+        try context.inTransaction {
+            try $0.query("INSERT INTO kept VALUES (1)")
+            return .commit
+        }
+        try context.inTransaction {
+            try $0.query("INSERT INTO kept VALUES (2)")
+            return .rollback
+        }
         #expect(throws: PostgresError.self) {
-            try context.inTransaction { try $0.query("INSERT INTO kept VALUES (3)"); try $0.query("SELECT 1 / 0"); return .commit }
+            try context.inTransaction {
+                try $0.query("INSERT INTO kept VALUES (3)")
+                try $0.query("SELECT 1 / 0")
+                return .commit
+            }
         }
         #expect(try db.count("SELECT count(*) FROM kept WHERE x = 1") == 1)
         #expect(try db.count("SELECT count(*) FROM kept WHERE x <> 1") == 0, "a rolled-back body's row stayed")

@@ -35,8 +35,12 @@ import Testing
         let db = try TestDatabase(migrated: false)
         let server = TemporaryPostgres.shared
         let name = db.name
-        async let first = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }.value
-        async let second = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }.value
+        async let first = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }.value
+        async let second = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }.value
         let counts = try await [first, second].sorted()
         #expect(counts == [0, Migration.all.count])
     }
@@ -53,10 +57,13 @@ import Testing
         try writer.query("BEGIN")
         try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
         let name = db.name
-        let migration = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }
+        let migration = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }
         // Wait until migrate is building an index (and waiting for the open writer).
         let building = try await eventually(timeout: .seconds(30)) {
-            try db.count("""
+            try db.count(
+                """
                 SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
                 """, name) > 0
         }
@@ -69,10 +76,12 @@ import Testing
         }
         try writer.query("COMMIT")
         #expect(try await migration.value == Migration.all.count)
-        #expect(try db.count("""
-            SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-            WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx') AND i.indisvalid
-            """) == 4)
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx') AND i.indisvalid
+                """) == 4)
     }
 
     @Test("an index build that failed half-way is dropped and built again by the next migrate")
@@ -81,12 +90,16 @@ import Testing
         let migrator = Migrator(appSchema: "public")
         try migrator.migrate(on: db.connection)
         // What a CREATE INDEX CONCURRENTLY that failed leaves: an invalid index, the version not recorded.
-        try db.connection.execute(script: """
-            UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_likes_created_idx'::regclass;
-            DELETE FROM caretaker.schema_migrations WHERE version = 4;
-            """)
+        try db.connection.execute(
+            script: """
+                UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_likes_created_idx'::regclass;
+                DELETE FROM caretaker.schema_migrations WHERE version = 4;
+                """)
         #expect(try migrator.migrate(on: db.connection).map(\.version) == [4])
-        #expect(try db.count("SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_likes_created_idx'::regclass AND indisvalid") == 1)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_likes_created_idx'::regclass AND indisvalid")
+                == 1)
     }
 
     @Test("check names a dropped column and a wrong type")
@@ -99,19 +112,22 @@ import Testing
         #expect(problems.contains { $0.contains("public.sessions.revoked_reason has type integer") }, "\(problems)")
     }
 
-    @Test("check: what only disabled jobs rely on gives warnings; a column an enabled job also relies on stays a problem")
+    @Test(
+        "check: what only disabled jobs rely on gives warnings; a column an enabled job also relies on stays a problem")
     func checkDisabledJobs() throws {
         let db = try TestDatabase()
-        try db.connection.execute(script: """
-            DROP TABLE community_leader_changes CASCADE;
-            ALTER TABLE communities DROP COLUMN is_private CASCADE;
-            ALTER TABLE users DROP COLUMN deleted_at CASCADE;
-            ALTER TABLE posts ALTER COLUMN title TYPE integer USING NULL;
-            """)
+        try db.connection.execute(
+            script: """
+                DROP TABLE community_leader_changes CASCADE;
+                ALTER TABLE communities DROP COLUMN is_private CASCADE;
+                ALTER TABLE users DROP COLUMN deleted_at CASCADE;
+                ALTER TABLE posts ALTER COLUMN title TYPE integer USING NULL;
+                """)
         let missingTable = "table public.community_leader_changes is missing"
         let missingColumn = "column public.communities.is_private is missing (expected boolean)"
         let sharedColumn = "column public.users.deleted_at is missing (expected timestamp with time zone)"
-        let wrongType = "column public.posts.title has type integer, expected character or character varying or citext or text"
+        let wrongType =
+            "column public.posts.title has type integer, expected character or character varying or citext or text"
         let all = try SchemaCheck.check(db.connection, appSchema: "public")
         #expect(all.problems == [missingTable, wrongType, sharedColumn, missingColumn])
         #expect(all.warnings.isEmpty)
@@ -120,14 +136,20 @@ import Testing
         enabled.remove(.leaderSuccession)
         let leaderOff = try SchemaCheck.check(db.connection, appSchema: "public", enabled: enabled)
         #expect(leaderOff.problems == [wrongType, sharedColumn])
-        #expect(leaderOff.warnings == [missingTable + "; used only by leader-succession, which is disabled",
-                                       missingColumn + "; used only by leader-succession, which is disabled"])
+        #expect(
+            leaderOff.warnings == [
+                missingTable + "; used only by leader-succession, which is disabled",
+                missingColumn + "; used only by leader-succession, which is disabled",
+            ])
 
         let none = try SchemaCheck.check(db.connection, appSchema: "public", enabled: [])
         #expect(none.problems.isEmpty)
-        #expect(none.warnings == [missingTable + "; used only by leader-succession, which is disabled",
-                                  wrongType + "; used only by expire-content, which is disabled",
-                                  sharedColumn + "; used only by send-temp-passwords, leader-succession, which are disabled",
-                                  missingColumn + "; used only by leader-succession, which is disabled"])
+        #expect(
+            none.warnings == [
+                missingTable + "; used only by leader-succession, which is disabled",
+                wrongType + "; used only by expire-content, which is disabled",
+                sharedColumn + "; used only by send-temp-passwords, leader-succession, which are disabled",
+                missingColumn + "; used only by leader-succession, which is disabled",
+            ])
     }
 }

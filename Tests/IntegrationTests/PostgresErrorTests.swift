@@ -1,7 +1,8 @@
 import CaretakerCore
 import CaretakerTestSupport
-@testable import Postgres
 import Testing
+
+@testable import Postgres
 
 /// `PostgresError` keeps the server's fields that say where (DETAIL, HINT,
 /// constraint, schema, table, column) and which statement failed, and never a value.
@@ -19,11 +20,12 @@ import Testing
 
     /// `accounts` with one row holding `secret`, a check on `note` and a unique `email`.
     func accounts() throws {
-        try db.connection.execute(script: """
-            CREATE TABLE accounts (id bigint PRIMARY KEY, email text UNIQUE, password_hash text NOT NULL,
-                                   note text CHECK (length(note) < 10));
-            GRANT SELECT, INSERT, UPDATE ON accounts TO \(worker);
-            """)
+        try db.connection.execute(
+            script: """
+                CREATE TABLE accounts (id bigint PRIMARY KEY, email text UNIQUE, password_hash text NOT NULL,
+                                       note text CHECK (length(note) < 10));
+                GRANT SELECT, INSERT, UPDATE ON accounts TO \(worker);
+                """)
         try db.connection.query("INSERT INTO accounts VALUES (1, $1, $2, 'ok')", "owner-of-\(Self.secret)", Self.secret)
     }
 
@@ -39,9 +41,10 @@ import Testing
     @Test("a check violation keeps constraint, schema, table and statement; its DETAIL keeps no row values")
     func checkViolation() throws {
         try accounts()
-        let error = try #require(thrown {
-            try db.connection.query("UPDATE accounts SET note = $2 WHERE id = $1", 1, "far too long a note")
-        })
+        let error = try #require(
+            thrown {
+                try db.connection.query("UPDATE accounts SET note = $2 WHERE id = $1", 1, "far too long a note")
+            })
         #expect(error.sqlState == SQLState.checkViolation)
         #expect(error.constraint == "accounts_note_check")
         #expect(error.schema == "public" && error.table == "accounts")
@@ -57,25 +60,28 @@ import Testing
     @Test("unique and foreign-key violations name the key's columns, not its values")
     func keyViolations() throws {
         try accounts()
-        let unique = try #require(thrown {
-            try db.connection.query("INSERT INTO accounts VALUES (2, $1, 'x', NULL)", "owner-of-\(Self.secret)")
-        })
+        let unique = try #require(
+            thrown {
+                try db.connection.query("INSERT INTO accounts VALUES (2, $1, 'x', NULL)", "owner-of-\(Self.secret)")
+            })
         #expect(unique.sqlState == SQLState.uniqueViolation)
         #expect(unique.detail == "Key (email)=(…) already exists.")
         #expect(unique.constraint == "accounts_email_key")
         try db.connection.execute(script: "CREATE TABLE logins (account_id bigint REFERENCES accounts, token text)")
-        let missing = try #require(thrown {
-            try db.connection.query("INSERT INTO logins VALUES ($1, 'x')", 424242)
-        })
+        let missing = try #require(
+            thrown {
+                try db.connection.query("INSERT INTO logins VALUES ($1, 'x')", 424242)
+            })
         #expect(missing.sqlState == SQLState.foreignKeyViolation)
         #expect(missing.detail == "Key (account_id)=(…) is not present in table \"accounts\".")
         #expect(!"\(missing)".contains("424242"), "\(missing)")
         try db.connection.query("INSERT INTO logins VALUES (1, 'x')")
         let referenced = try #require(thrown { try db.connection.query("DELETE FROM accounts WHERE id = 1") })
         #expect(referenced.detail == "Key (id)=(…) is still referenced from table \"logins\".")
-        let notNull = try #require(thrown {
-            try db.connection.query("INSERT INTO accounts VALUES (3, $1, NULL, NULL)", Self.secret)
-        })
+        let notNull = try #require(
+            thrown {
+                try db.connection.query("INSERT INTO accounts VALUES (3, $1, NULL, NULL)", Self.secret)
+            })
         #expect(notNull.sqlState == SQLState.notNullViolation)
         #expect(notNull.column == "password_hash", "\(notNull)")
         #expect(notNull.detail == "Failing row contains (…).")
@@ -84,13 +90,15 @@ import Testing
 
     @Test("an exclusion conflict keeps both keys' columns and neither's values")
     func exclusionConflict() throws {
-        try db.connection.execute(script: """
-            CREATE TABLE bookings (during tstzrange, EXCLUDE USING gist (during WITH &&));
-            INSERT INTO bookings VALUES (tstzrange('2030-01-01', '2030-01-03'));
-            """)
-        let error = try #require(thrown {
-            try db.connection.query("INSERT INTO bookings VALUES (tstzrange($1, $2))", "2030-01-02", "2030-01-04")
-        })
+        try db.connection.execute(
+            script: """
+                CREATE TABLE bookings (during tstzrange, EXCLUDE USING gist (during WITH &&));
+                INSERT INTO bookings VALUES (tstzrange('2030-01-01', '2030-01-03'));
+                """)
+        let error = try #require(
+            thrown {
+                try db.connection.query("INSERT INTO bookings VALUES (tstzrange($1, $2))", "2030-01-02", "2030-01-04")
+            })
         #expect(error.detail == "Key (during)=(…) conflicts with existing key (during)=(…).", "\(error)")
         #expect(!"\(error)".contains("2030"), "\(error)")
     }
@@ -104,20 +112,25 @@ import Testing
         let badInput = try #require(thrown { try db.connection.query("SELECT $1::int AS n", Self.secret) })
         #expect(badInput.sqlState?.hasPrefix(SQLState.dataExceptionClass) == true)
         #expect(badInput.message == "invalid input syntax for type integer: \"…\"", "\(badInput)")
-        let badJSON = try #require(thrown { try db.connection.query("SELECT $1::jsonb AS j", "{\"a\": \(Self.secret)}") })
+        let badJSON = try #require(
+            thrown { try db.connection.query("SELECT $1::jsonb AS j", "{\"a\": \(Self.secret)}") })
         #expect(!"\(badJSON)".contains("SECRET"), "\(badJSON)")
     }
 
     @Test("a pipeline names its failed statement; a script (no statement boundaries known) its first line")
     func statementOfPipelineAndScript() throws {
-        let piped = try #require(thrown {
-            _ = try db.connection.pipeline([.init("SELECT 1"), .init("SELECT 1 / $1::int AS q", [0]), .init("SELECT 2")])
-        })
+        let piped = try #require(
+            thrown {
+                _ = try db.connection.pipeline([
+                    .init("SELECT 1"), .init("SELECT 1 / $1::int AS q", [0]), .init("SELECT 2"),
+                ])
+            })
         #expect(piped.sqlState == SQLState.divisionByZero)
         #expect(piped.statement == "SELECT 1 / $1::int AS q")
-        let scripted = try #require(thrown {
-            try db.connection.execute(script: "\n  CREATE TABLE   dup (x int);\nCREATE TABLE dup (x int);")
-        })
+        let scripted = try #require(
+            thrown {
+                try db.connection.execute(script: "\n  CREATE TABLE   dup (x int);\nCREATE TABLE dup (x int);")
+            })
         #expect(scripted.statement == "CREATE TABLE dup (x int);", "\(scripted)")
         #expect(scripted.kind == .query && scripted.message.contains("already exists"), "\(scripted)")
     }
@@ -137,18 +150,23 @@ import Testing
     func otherDetails() {
         #expect(ServerText.detailWithoutValues("Token \"hunter2\" is invalid.") == "Token \"…\" is invalid.")
         #expect(ServerText.detailWithoutValues("Key (a, b)=(1, 2) is duplicated.") == "Key (a, b)=(…) is duplicated.")
-        #expect(ServerText.detailWithoutValues("Key (lower(email))=(x) ) already exists. y") == "Key (lower(email))=(…)")
-        #expect(ServerText.detailWithoutValues("Process 1 waits for ShareLock on transaction 2; blocked by process 3.\n"
-            + "Process 3 waits for ShareLock on transaction 4; blocked by process 1.")
-            == "Process 1 waits for ShareLock on transaction 2; blocked by process 3. "
-            + "Process 3 waits for ShareLock on transaction 4; blocked by process 1.")
+        #expect(
+            ServerText.detailWithoutValues("Key (lower(email))=(x) ) already exists. y") == "Key (lower(email))=(…)")
+        #expect(
+            ServerText.detailWithoutValues(
+                "Process 1 waits for ShareLock on transaction 2; blocked by process 3.\n"
+                    + "Process 3 waits for ShareLock on transaction 4; blocked by process 1.")
+                == "Process 1 waits for ShareLock on transaction 2; blocked by process 3. "
+                + "Process 3 waits for ShareLock on transaction 4; blocked by process 1.")
     }
 
     @Test("a job's failure shows DETAIL, constraint and statement in job_runs.error and the log, and no secret")
     func jobFailure() throws {
         try accounts()
         let output = LineOutput.capturing()
-        let outcome = try db.run("annotate", """
+        let outcome = try db.run(
+            "annotate",
+            """
             [jobs.annotate]
             schedule = "@hourly"
             sql = "UPDATE accounts SET note = repeat('x', 20) WHERE id = 1"
@@ -157,9 +175,12 @@ import Testing
             Issue.record("unexpected outcome \(outcome)")
             return
         }
-        let error = try #require(try db.connection.query("SELECT error FROM caretaker.job_runs WHERE id = $1", runID).first?["error"])
-        for part in ["SQLSTATE 23514", "constraint accounts_note_check on table public.accounts",
-                     "detail: Failing row contains (…).", "statement: UPDATE accounts SET note = repeat( …"] {
+        let error = try #require(
+            try db.connection.query("SELECT error FROM caretaker.job_runs WHERE id = $1", runID).first?["error"])
+        for part in [
+            "SQLSTATE 23514", "constraint accounts_note_check on table public.accounts",
+            "detail: Failing row contains (…).", "statement: UPDATE accounts SET note = repeat( …",
+        ] {
             #expect(error.contains(part), "\(part) missing from \(error)")
         }
         let finished = try #require(output.lines.first { $0.contains("run finished") })
@@ -167,7 +188,9 @@ import Testing
         let everything = error + output.lines.joined(separator: "\n")
         #expect(!everything.contains("SECRET") && !everything.contains("xxxxxxxxxx"), "\(everything)")
 
-        let hinted = try db.run("hinted", """
+        let hinted = try db.run(
+            "hinted",
+            """
             [jobs.hinted]
             schedule = "@hourly"
             sql = "UPDATE accounts SET note = no_such_function(note)"
@@ -177,7 +200,8 @@ import Testing
             return
         }
         #expect(hintedError?.contains("hint: No function matches") == true, "\(hintedError ?? "")")
-        #expect(output.lines.contains { $0.contains("job=hinted") && $0.contains("hint: No function matches") },
-                "\(output.lines)")
+        #expect(
+            output.lines.contains { $0.contains("job=hinted") && $0.contains("hint: No function matches") },
+            "\(output.lines)")
     }
 }

@@ -15,37 +15,44 @@ import Testing
     func insertWithoutID() throws {
         let db = try TestDatabase()
         // A trigger that swallows every new row: INSERT … RETURNING id then returns no row.
-        try db.connection.execute(script: """
-            CREATE FUNCTION swallow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
-            CREATE TRIGGER swallow BEFORE INSERT ON caretaker.job_runs FOR EACH ROW EXECUTE FUNCTION swallow();
-            """)
+        try db.connection.execute(
+            script: """
+                CREATE FUNCTION swallow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+                CREATE TRIGGER swallow BEFORE INSERT ON caretaker.job_runs FOR EACH ROW EXECUTE FUNCTION swallow();
+                """)
         let store = RunStore(db.connection)
         let past = Date(timeIntervalSince1970: 1_700_000_000)
         func isMissingID(_ error: any Error) -> Bool {
             "\(error)".contains("gave no id") && (error as? PostgresError)?.kind == .query
         }
-        #expect(performing: {
-            try store.startRun(job: "tick", trigger: .manual, slot: nil, dryRun: false, attempt: 1)
-        }, throws: isMissingID)
-        #expect(performing: {
-            try store.recordSkipped(job: "tick", trigger: .schedule, slot: past, reason: "test")
-        }, throws: isMissingID)
-        #expect(performing: {
-            try store.recordMissed(job: "tick", count: 2, first: past, last: past.addingTimeInterval(60), reason: "test")
-        }, throws: isMissingID)
+        #expect(
+            performing: {
+                try store.startRun(job: "tick", trigger: .manual, slot: nil, dryRun: false, attempt: 1)
+            }, throws: isMissingID)
+        #expect(
+            performing: {
+                try store.recordSkipped(job: "tick", trigger: .schedule, slot: past, reason: "test")
+            }, throws: isMissingID)
+        #expect(
+            performing: {
+                try store.recordMissed(
+                    job: "tick", count: 2, first: past, last: past.addingTimeInterval(60), reason: "test")
+            }, throws: isMissingID)
 
         // Through the runner: the skipped slot is claimed, then the failure reaches the caller.
         let configuration = try db.configuration("[jobs.tick]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
         let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
         let job = try #require(configuration.job(named: "tick"))
-        #expect(performing: { try runner.recordSkippedSlot(job: job, slot: past, on: db.connection) }, throws: isMissingID)
+        #expect(
+            performing: { try runner.recordSkippedSlot(job: job, slot: past, on: db.connection) }, throws: isMissingID)
     }
 
     @Test("a slot is not due before the database clock reaches it, claimed once, taken after, and answered by its run")
     func slots() throws {
         let db = try TestDatabase()
         let store = RunStore(db.connection)
-        let now = try #require(try db.connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS t").first?.double("t"))
+        let now = try #require(
+            try db.connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS t").first?.double("t"))
         #expect(try store.claimSlot(Date(timeIntervalSince1970: now + 3600), job: "tick") == .notDue)
         let slot = Date(timeIntervalSince1970: (now - 60).rounded(.down))
         #expect(try store.claimSlot(slot, job: "tick") == .claimed)
@@ -73,6 +80,8 @@ import Testing
             }
         }
         #expect(offenders.isEmpty, "\(offenders.joined(separator: "\n"))")
-        #expect(FileManager.default.fileExists(atPath: Self.sources.appendingPathComponent("CaretakerCore/History/RunStore.swift").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: Self.sources.appendingPathComponent("CaretakerCore/History/RunStore.swift").path))
     }
 }

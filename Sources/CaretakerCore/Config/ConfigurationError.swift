@@ -37,7 +37,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
             case "\t": escaped.append(contentsOf: "\\t".unicodeScalars)
             case _ where isControl(scalar):
                 let hex = String(scalar.value, radix: 16, uppercase: true)
-                escaped.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+                escaped.append(
+                    contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
             default: escaped.append(scalar)
             }
         }

@@ -12,10 +12,11 @@ extension Daemon {
             throw SchemaNotReady(description: "caretaker's schema is missing: run `caretaker migrate`")
         }
         guard applied.contains(Migration.deadlineTrigger.version) else {
-            throw SchemaNotReady(description: """
-                caretaker's schema is older than this version (migration \(Migration.deadlineTrigger.version) \
-                "\(Migration.deadlineTrigger.name)" is missing): run `caretaker migrate`
-                """)
+            throw SchemaNotReady(
+                description: """
+                    caretaker's schema is older than this version (migration \(Migration.deadlineTrigger.version) \
+                    "\(Migration.deadlineTrigger.name)" is missing): run `caretaker migrate`
+                    """)
         }
         try clock.refresh(connection)
         let rescued = try RunStore(connection).interruptAllOrphans()

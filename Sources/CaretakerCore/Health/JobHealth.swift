@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// Whether each enabled job is healthy: its last run did not fail, its last
 /// success is recent enough (`stale_after`, default three periods), and its runs
@@ -23,10 +24,14 @@ public struct JobHealth: Sendable {
 
     /// Judges every enabled job against the database clock.
     public static func assess(_ connection: Connection, configuration: Configuration) throws -> [JobHealth] {
-        guard let clock = try connection.query("""
-            SELECT extract(epoch FROM now()) AS now,
-                   (SELECT extract(epoch FROM min(applied_at)) FROM caretaker.schema_migrations) AS installed
-            """).first, let now = clock.double("now") else { return [] }
+        guard
+            let clock = try connection.query(
+                """
+                SELECT extract(epoch FROM now()) AS now,
+                       (SELECT extract(epoch FROM min(applied_at)) FROM caretaker.schema_migrations) AS installed
+                """
+            ).first, let now = clock.double("now")
+        else { return [] }
         let installed = clock.double("installed") ?? now
         return try configuration.jobs.filter(\.enabled).map { job in
             try assess(job, connection: connection, now: now, installed: installed)
@@ -41,14 +46,18 @@ public struct JobHealth: Sendable {
         return counted.latest
     }
 
-    private static func assess(_ job: JobConfiguration, connection: Connection, now: Double, installed: Double) throws -> JobHealth {
+    private static func assess(
+        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double
+    ) throws -> JobHealth {
         let runs = try RunStore(connection).finishedRuns(job: job.name)
         let lastStatus = runs.lastStatus
         let lastSuccess = runs.lastSuccess
         let stale = job.staleness(after: Date(timeIntervalSince1970: now)).seconds
         let staleText = DurationText.format(.seconds(Int64(stale.rounded())))
         func health(_ healthy: Bool, _ reason: String) -> JobHealth {
-            JobHealth(job: job.name, healthy: healthy, reason: reason, lastStatus: lastStatus, lastSuccessAt: runs.lastSuccessText)
+            JobHealth(
+                job: job.name, healthy: healthy, reason: reason, lastStatus: lastStatus,
+                lastSuccessAt: runs.lastSuccessText)
         }
         if lastStatus == "failed" {
             return health(false, "last run failed: \(runs.lastError ?? "no error recorded")")
@@ -63,8 +72,10 @@ public struct JobHealth: Sendable {
             return health(false, "last success is older than stale_after (\(staleText))")
         }
         if let blocked = try keepsBlocking(job, connection: connection) {
-            return health(false, "the last \(blockedRunsLimit) runs each skipped rows the app protects (latest: \(blocked)): "
-                + "the run's warning in the log names the constraint or trigger and the rows")
+            return health(
+                false,
+                "the last \(blockedRunsLimit) runs each skipped rows the app protects (latest: \(blocked)): "
+                    + "the run's warning in the log names the constraint or trigger and the rows")
         }
         return health(true, "ok")
     }

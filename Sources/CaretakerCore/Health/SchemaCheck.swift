@@ -37,11 +37,14 @@ public enum SchemaCheck {
     /// One line per missing table or column, or column of the wrong type, e.g.
     /// `column public.posts.likes is missing (expected integer)`. `enabled` are the
     /// built-in jobs that run; the columns only other jobs rely on give warnings.
-    public static func check(_ connection: Connection, appSchema: String,
-                             enabled: Set<BuiltInJob> = Set(BuiltInJob.allCases)) throws -> Findings {
+    public static func check(
+        _ connection: Connection, appSchema: String,
+        enabled: Set<BuiltInJob> = Set(BuiltInJob.allCases)
+    ) throws -> Findings {
         // The catalog, not information_schema: that shows only the columns the role
         // has rights on, and a restricted worker role has few.
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.relname AS table_name, a.attname AS column_name,
                    format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS data_type
             FROM pg_attribute a
@@ -49,7 +52,8 @@ public enum SchemaCheck {
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_type t ON t.oid = a.atttypid
             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f') AND a.attnum > 0 AND NOT a.attisdropped
-            """, appSchema).rows
+            """, appSchema
+        ).rows
         var actual: [String: String] = [:]
         for row in rows {
             actual["\(row["table_name"] ?? "").\(row["column_name"] ?? "")"] = row["data_type"] ?? ""
@@ -62,7 +66,8 @@ public enum SchemaCheck {
                 findings.problems.append(problem)
             } else {
                 let names = users.map(\.rawValue).joined(separator: ", ")
-                findings.warnings.append("\(problem); used only by \(names), \(users.count == 1 ? "which is" : "which are") disabled")
+                findings.warnings.append(
+                    "\(problem); used only by \(names), \(users.count == 1 ? "which is" : "which are") disabled")
             }
         }
         for table in expected.tables.sorted() where !tables.contains(table) {
@@ -76,8 +81,9 @@ public enum SchemaCheck {
                 continue
             }
             if !column.type.accepted.contains(type) {
-                report("column \(appSchema).\(name) has type \(type), expected \(accepted.joined(separator: " or "))",
-                       users: column.jobs)
+                report(
+                    "column \(appSchema).\(name) has type \(type), expected \(accepted.joined(separator: " or "))",
+                    users: column.jobs)
             }
         }
         return findings

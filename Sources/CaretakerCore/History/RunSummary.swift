@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// One row of `caretaker.job_runs`, with times as dates of the database clock (the dashboard's view of a run).
 public struct RunSummary: Sendable {
@@ -46,7 +47,9 @@ extension RunSummary {
     /// `posts_deleted=512 packs_deleted=3` (counter names are identifiers the jobs define).
     static func counters(_ text: String?) -> [(name: String, value: Int64)] {
         (text ?? "").split(separator: " ").compactMap { pair in
-            guard let equals = pair.firstIndex(of: "="), let value = Int64(pair[pair.index(after: equals)...]) else { return nil }
+            guard let equals = pair.firstIndex(of: "="), let value = Int64(pair[pair.index(after: equals)...]) else {
+                return nil
+            }
             return (String(pair[..<equals]), value)
         }
     }

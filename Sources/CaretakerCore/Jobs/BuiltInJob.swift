@@ -35,11 +35,14 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
 
     /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's);
     /// each settings type reads itself in its job's file.
-    func readSettings(_ table: inout TableReader, file: String, worker: WorkerOptions) throws(ConfigurationError) -> JobSettings {
+    func readSettings(
+        _ table: inout TableReader, file: String, worker: WorkerOptions
+    ) throws(ConfigurationError) -> JobSettings {
         switch self {
         case .expireContent: .expireContent(try ExpireContentSettings(reading: &table))
         case .logoutInactive: .logoutInactive(try LogoutInactiveSettings(reading: &table))
-        case .sendTempPasswords: .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))
+        case .sendTempPasswords:
+            .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))
         case .leaderSuccession: .leaderSuccession(try LeaderSuccessionSettings(reading: &table))
         case .prune: .prune(try PruneSettings(reading: &table))
         }
@@ -72,25 +75,35 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
             return [
                 "packs": Privileges(select: ["id", "created_at", "is_admin"], delete: true, lockColumn: "id"),
                 "pack_members": Privileges(select: ["pack_id"]),
-                "posts": Privileges(select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
+                "posts": Privileges(
+                    select: ["id", "pack_id", "likes", "created_at", "ctid"], delete: true, lockColumn: "id"),
             ]
         case .logoutInactive:
-            return ["sessions": Privileges(select: ["id", "last_seen_at", "revoked_at"], update: ["revoked_at", "revoked_reason"])]
+            return [
+                "sessions": Privileges(
+                    select: ["id", "last_seen_at", "revoked_at"], update: ["revoked_at", "revoked_reason"])
+            ]
         case .sendTempPasswords:
             return [
                 "users": Privileges(
-                    select: ["id", "email", "display_name", "deleted_at",
-                             "temp_password_hash", "temp_password_expires_at", "must_change_password"],
+                    select: [
+                        "id", "email", "display_name", "deleted_at",
+                        "temp_password_hash", "temp_password_expires_at", "must_change_password",
+                    ],
                     update: ["temp_password_hash", "temp_password_expires_at", "must_change_password"]),
                 "password_reset_requests": Privileges(
-                    select: ["id", "email", "requested_at", "status", "attempts", "next_attempt_at", "sent_at", "last_error"],
+                    select: [
+                        "id", "email", "requested_at", "status", "attempts", "next_attempt_at", "sent_at", "last_error",
+                    ],
                     update: ["status", "attempts", "next_attempt_at", "sent_at", "last_error"]),
             ]
         case .leaderSuccession:
             return [
-                "communities": Privileges(select: ["id", "leader_id", "successor_id", "archived_at"],
-                                          update: ["leader_id", "successor_id", "archived_at"]),
-                "community_members": Privileges(select: ["community_id", "user_id", "joined_at"], lockColumn: "community_id"),
+                "communities": Privileges(
+                    select: ["id", "leader_id", "successor_id", "archived_at"],
+                    update: ["leader_id", "successor_id", "archived_at"]),
+                "community_members": Privileges(
+                    select: ["community_id", "user_id", "joined_at"], lockColumn: "community_id"),
                 "users": Privileges(select: ["id", "deleted_at", "created_at"], lockColumn: "id"),
                 "sessions": Privileges(select: ["user_id", "last_seen_at"]),
                 "community_leader_changes": Privileges(
@@ -100,7 +113,8 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
             return [
                 // It locks the rows it deletes (FOR UPDATE SKIP LOCKED), which needs UPDATE on a column.
                 "sessions": Privileges(select: ["id", "revoked_at"], delete: true, lockColumn: "id"),
-                "password_reset_requests": Privileges(select: ["id", "status", "requested_at"], delete: true, lockColumn: "id"),
+                "password_reset_requests": Privileges(
+                    select: ["id", "status", "requested_at"], delete: true, lockColumn: "id"),
             ]
         }
     }
@@ -114,35 +128,66 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
         switch self {
         case .expireContent:
             return [
-                Table("packs", ["id": .bigintID, "name": .text, "creator_id": .bigintID, "is_admin": .boolean,
-                                "created_at": .timestamptz]),
+                Table(
+                    "packs",
+                    [
+                        "id": .bigintID, "name": .text, "creator_id": .bigintID, "is_admin": .boolean,
+                        "created_at": .timestamptz,
+                    ]),
                 Table("pack_members", ["pack_id": .bigintID, "user_id": .bigintID, "joined_at": .timestamptz]),
-                Table("posts", ["id": .bigintID, "pack_id": .bigintID, "author_id": .bigintID, "title": .text, "body": .text,
-                                "likes": .integer, "created_at": .timestamptz]),
+                Table(
+                    "posts",
+                    [
+                        "id": .bigintID, "pack_id": .bigintID, "author_id": .bigintID, "title": .text, "body": .text,
+                        "likes": .integer, "created_at": .timestamptz,
+                    ]),
             ]
         case .logoutInactive:
-            return [Table("sessions", ["id": .uuid, "user_id": .bigintID, "created_at": .timestamptz,
-                                       "last_seen_at": .timestamptz, "revoked_at": .timestamptz, "revoked_reason": .text])]
+            return [
+                Table(
+                    "sessions",
+                    [
+                        "id": .uuid, "user_id": .bigintID, "created_at": .timestamptz,
+                        "last_seen_at": .timestamptz, "revoked_at": .timestamptz, "revoked_reason": .text,
+                    ])
+            ]
         case .sendTempPasswords:
             return [
-                Table("users", ["id": .bigintID, "email": .text, "display_name": .text, "password_hash": .text,
-                                "temp_password_hash": .text, "temp_password_expires_at": .timestamptz,
-                                "must_change_password": .boolean, "deleted_at": .timestamptz]),
-                Table("password_reset_requests", ["id": .bigintID, "email": .text, "requested_at": .timestamptz,
-                                                  "status": .text, "attempts": .integer, "next_attempt_at": .timestamptz,
-                                                  "sent_at": .timestamptz, "last_error": .text]),
+                Table(
+                    "users",
+                    [
+                        "id": .bigintID, "email": .text, "display_name": .text, "password_hash": .text,
+                        "temp_password_hash": .text, "temp_password_expires_at": .timestamptz,
+                        "must_change_password": .boolean, "deleted_at": .timestamptz,
+                    ]),
+                Table(
+                    "password_reset_requests",
+                    [
+                        "id": .bigintID, "email": .text, "requested_at": .timestamptz,
+                        "status": .text, "attempts": .integer, "next_attempt_at": .timestamptz,
+                        "sent_at": .timestamptz, "last_error": .text,
+                    ]),
             ]
         case .leaderSuccession:
             return [
                 Table("users", ["id": .bigintID, "created_at": .timestamptz, "deleted_at": .timestamptz]),
                 Table("sessions", ["user_id": .bigintID, "last_seen_at": .timestamptz]),
-                Table("communities", ["id": .bigintID, "name": .text, "leader_id": .bigintID, "successor_id": .bigintID,
-                                      "is_private": .boolean, "created_at": .timestamptz, "archived_at": .timestamptz]),
-                Table("community_members", ["community_id": .bigintID, "user_id": .bigintID, "joined_at": .timestamptz]),
-                Table("community_leader_changes", ["id": .bigintID, "community_id": .bigintID,
-                                                   "previous_leader_id": .bigintID, "new_leader_id": .bigintID,
-                                                   "reason": .text, "chosen_by": .text, "changed_at": .timestamptz,
-                                                   "run_id": .bigintID]),
+                Table(
+                    "communities",
+                    [
+                        "id": .bigintID, "name": .text, "leader_id": .bigintID, "successor_id": .bigintID,
+                        "is_private": .boolean, "created_at": .timestamptz, "archived_at": .timestamptz,
+                    ]),
+                Table(
+                    "community_members", ["community_id": .bigintID, "user_id": .bigintID, "joined_at": .timestamptz]),
+                Table(
+                    "community_leader_changes",
+                    [
+                        "id": .bigintID, "community_id": .bigintID,
+                        "previous_leader_id": .bigintID, "new_leader_id": .bigintID,
+                        "reason": .text, "chosen_by": .text, "changed_at": .timestamptz,
+                        "run_id": .bigintID,
+                    ]),
             ]
         case .prune:
             return [
@@ -184,7 +229,8 @@ extension JobConfiguration {
         switch settings {
         case .expireContent(let settings): ExpireContent(settings: settings)
         case .logoutInactive(let settings): LogoutInactive(settings: settings)
-        case .sendTempPasswords(let settings): SendTempPasswords(settings: settings, mail: mail, mailOptions: mailOptions)
+        case .sendTempPasswords(let settings):
+            SendTempPasswords(settings: settings, mail: mail, mailOptions: mailOptions)
         case .leaderSuccession(let settings): LeaderSuccession(settings: settings)
         case .prune(let settings): Prune(settings: settings)
         case .sql(let settings): OperatorSQL(settings: settings)
@@ -195,9 +241,11 @@ extension JobConfiguration {
     public var wakeups: JobWakeups {
         switch settings {
         case .logoutInactive(let settings):
-            JobWakeups(nextDeadline: { connection, schema, since in
-                try LogoutInactive.deadlines(connection, schema: schema, idleTimeout: settings.idleTimeout, since: since)
-            }, deadlineLookahead: settings.idleTimeout)
+            JobWakeups(
+                nextDeadline: { connection, schema, since in
+                    try LogoutInactive.deadlines(
+                        connection, schema: schema, idleTimeout: settings.idleTimeout, since: since)
+                }, deadlineLookahead: settings.idleTimeout)
         case .expireContent, .sendTempPasswords, .leaderSuccession, .prune, .sql:
             JobWakeups(notifyChannel: builtIn?.notifyChannel)
         }

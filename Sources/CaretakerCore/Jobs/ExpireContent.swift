@@ -56,7 +56,8 @@ struct ExpireContent: Job {
     /// `sweepMinimumDueShare` of it is due, else the index path.
     static func postPath(pages: Int64, sampled: Int, due: Int) -> PostPath {
         guard pages >= sweepMinimumPages, sampled > 0,
-              Double(due) / Double(sampled) >= sweepMinimumDueShare else { return .index }
+            Double(due) / Double(sampled) >= sweepMinimumDueShare
+        else { return .index }
         return .sweep(pages: pages)
     }
 
@@ -108,42 +109,53 @@ private final class ExpireContentPass {
     /// Counts what a real run would delete now, changing nothing.
     private func preview() throws {
         let row = try context.inBatch { connection in
-            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)]).first
+            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)])
+                .first
         }
-        counters.stats = JobStats([("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0)])
+        counters.stats = JobStats([
+            ("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0),
+        ])
     }
 
     // MARK: Packs and the index path
 
     private func expirePacks() throws {
-        try keysetBatches(select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
-                          parameters: queries.packParameters, blockedCounter: "packs_blocked") { true }
+        try keysetBatches(
+            select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
+            parameters: queries.packParameters, blockedCounter: "packs_blocked"
+        ) { true }
     }
 
     /// Posts past the maximum lifetime, then the buckets. Stops early when `backlog`
     /// decides for the page sweep (asked once, after the first full batch).
     private func expirePostsByIndex(_ backlog: BacklogCheck) throws {
-        try keysetBatches(select: queries.selectPostsPastMaximum, delete: queries.deletePosts,
-                          parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
+        try keysetBatches(
+            select: queries.selectPostsPastMaximum, delete: queries.deletePosts,
+            parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
         guard !context.recordStopIfDue(), !backlog.choseSweep else { return }
         if settings.postFullPopularity <= ExpireContentQueries.maximumBuckets {
             try bucketBatches(backlog.staysOnIndexPath)
         } else {
-            try keysetBatches(select: queries.selectDuePosts, delete: queries.deletePosts,
-                              parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
+            try keysetBatches(
+                select: queries.selectDuePosts, delete: queries.deletePosts,
+                parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
         }
     }
 
     /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
     /// After a full batch, `continueAfterFullBatch` says whether to go on.
-    private func keysetBatches(select: String, lock: String? = nil, delete: String,
-                               parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
-                               _ continueAfterFullBatch: () throws -> Bool) throws {
+    private func keysetBatches(
+        select: String, lock: String? = nil, delete: String,
+        parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
+        _ continueAfterFullBatch: () throws -> Bool
+    ) throws {
         var cursor = KeysetCursor(orderedBy: "created_at")
         try context.repeatBatches(continueAfterFullBatch: continueAfterFullBatch) {
             let statement = Connection.Statement(select, parameters + cursor.parameters + [context.job.batchSize])
-            return try batch(select: statement, lock: lock, delete: delete, parameters: parameters,
-                             blockedCounter: blockedCounter) { rows in
+            return try batch(
+                select: statement, lock: lock, delete: delete, parameters: parameters,
+                blockedCounter: blockedCounter
+            ) { rows in
                 cursor.advance(past: rows)
                 return rows.compactMap { $0.int64("id") }
             }
@@ -154,11 +166,16 @@ private final class ExpireContentPass {
     /// batch starts afresh, leaving out the posts this run found blocked.
     private func bucketBatches(_ continueAfterFullBatch: () throws -> Bool) throws {
         try context.repeatBatches(continueAfterFullBatch: continueAfterFullBatch) {
-            let statement = Connection.Statement(queries.selectPostsByBucket,
-                                                 queries.lifetimeParameters + [context.job.batchSize,
-                                                                               context.blockedIDs("posts_blocked")])
-            return try batch(select: statement, delete: queries.deletePosts, parameters: queries.lifetimeParameters,
-                             blockedCounter: "posts_blocked") { rows in
+            let statement = Connection.Statement(
+                queries.selectPostsByBucket,
+                queries.lifetimeParameters + [
+                    context.job.batchSize,
+                    context.blockedIDs("posts_blocked"),
+                ])
+            return try batch(
+                select: statement, delete: queries.deletePosts, parameters: queries.lifetimeParameters,
+                blockedCounter: "posts_blocked"
+            ) { rows in
                 rows.compactMap { $0.int64("id") }
             }
         }
@@ -170,9 +187,11 @@ private final class ExpireContentPass {
     /// trigger) fails the batch, it is redone one row at a time: the rows that fail
     /// again are counted under `blockedCounter` and wait for the next run. Returns
     /// how many candidates there were.
-    private func batch(select: Connection.Statement, lock: String? = nil, delete: String,
-                       parameters: [any PostgresBindable], blockedCounter: String,
-                       candidatesIn: ([Row]) -> [Int64]) throws -> Int {
+    private func batch(
+        select: Connection.Statement, lock: String? = nil, delete: String,
+        parameters: [any PostgresBindable], blockedCounter: String,
+        candidatesIn: ([Row]) -> [Int64]
+    ) throws -> Int {
         var candidates: [Int64] = []
         let started = ContinuousClock.now
         let deleteStillDue = { (connection: Connection, ids: [Int64]) throws -> DeletedRows in
@@ -187,8 +206,9 @@ private final class ExpireContentPass {
             }
             counters.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
         } catch let error as PostgresError where error.isRowLevel && !candidates.isEmpty {
-            context.logger.debug("a row refused the batch; retrying it row by row",
-                                 metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
+            context.logger.debug(
+                "a row refused the batch; retrying it row by row",
+                metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
             for deleted in try context.oneByOne(candidates, counter: blockedCounter, { try deleteStillDue($0, [$1]) }) {
                 counters.record(deleted, batch: nil)
             }
@@ -204,17 +224,22 @@ private final class ExpireContentPass {
         guard pages >= ExpireContent.sweepMinimumPages else { return .index }
         let sample = try sampleDuePosts(pages: pages)
         if sample.sampled > 0 {
-            context.logger.debug("sampled posts", metadata: [
-                "pages": "\(pages)", "due_share": "\(Double(sample.due) / Double(sample.sampled))"])
+            context.logger.debug(
+                "sampled posts",
+                metadata: [
+                    "pages": "\(pages)", "due_share": "\(Double(sample.due) / Double(sample.sampled))",
+                ])
         }
         return ExpireContent.postPath(pages: pages, sampled: sample.sampled, due: sample.due)
     }
 
     /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
     private func heapPages() throws -> Int64 {
-        try context.connection.query("""
+        try context.connection.query(
+            """
             SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages
-            """, context.schema + ".posts").first?.int64("pages") ?? 0
+            """, context.schema + ".posts"
+        ).first?.int64("pages") ?? 0
     }
 
     /// How many posts a sample of the heap's `pages` pages found, and how many of them are due.
@@ -226,11 +251,13 @@ private final class ExpireContentPass {
             // With ~1,600 addresses the planner prices the TID scan above a sequential
             // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
             try connection.execute(script: "SET LOCAL enable_seqscan = off")
-            return try connection.query("""
+            return try connection.query(
+                """
                 SELECT count(*) AS sampled,
                        count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
                 FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
-                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]).first
+                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
+            ).first
         }
         return (sample?.int("sampled") ?? 0, sample?.int("due") ?? 0)
     }
@@ -241,11 +268,13 @@ private final class ExpireContentPass {
     /// one takes about `sweepTargetDuration`.
     private func sweepPosts(pages: Int64) throws {
         let job = context.job
-        var range = SweepRange(maximumPages: Int64(max(1, job.batchSize)),
-                               walLimit: job.maxWALRate.map { ExpireContent.sweepWALLimit(rate: $0, batchPause: job.batchPause) })
+        var range = SweepRange(
+            maximumPages: Int64(max(1, job.batchSize)),
+            walLimit: job.maxWALRate.map { ExpireContent.sweepWALLimit(rate: $0, batchPause: job.batchPause) })
         counters.stats.add("swept_pages", 0)
         if settings.compressWAL, let method = context.compressFullPageImages() {
-            context.logger.debug("the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
+            context.logger.debug(
+                "the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
         }
         var first: Int64 = 0
         while first < pages, !context.recordStopIfDue() {
@@ -267,21 +296,28 @@ private final class ExpireContentPass {
         let started = ContinuousClock.now
         do {
             do {
-                let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, ExpireContent.sweepLockTimeout),
-                                                  statement: queries.deletePostsOnPages, parameters).affectedRows
+                let deleted = try context.inBatch(
+                    lockTimeout: min(context.job.lockTimeout, ExpireContent.sweepLockTimeout),
+                    statement: queries.deletePostsOnPages, parameters
+                ).affectedRows
                 counters.record(DeletedRows(posts: deleted), batch: ContinuousClock.now - started)
                 return false
             } catch let error as PostgresError where error.isLockNotAvailable {
-                let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters).affectedRows
+                let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters)
+                    .affectedRows
                 counters.record(DeletedRows(posts: deleted), batch: ContinuousClock.now - started)
                 return true
             }
         } catch let error as PostgresError where error.isRowLevel {
-            context.logger.debug("a row refused the page range; retrying it row by row",
-                                 metadata: ["first_page": "\(first)", "error": "\(error)"])
-            let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap { $0.int64("id") }
+            context.logger.debug(
+                "a row refused the page range; retrying it row by row",
+                metadata: ["first_page": "\(first)", "error": "\(error)"])
+            let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap {
+                $0.int64("id")
+            }
             let deleted = try context.oneByOne(due, counter: "posts_blocked") { connection, id in
-                DeletedRows(try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
+                DeletedRows(
+                    try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
             }
             for one in deleted { counters.record(one, batch: nil) }
             return true
@@ -365,8 +401,10 @@ struct DeletedRows {
 /// A run's counters, with the durations of its batches for the `batch_p99_ms` /
 /// `batch_max_ms` stats.
 struct ExpireContentCounters {
-    var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
-                          ("batches", 0)])
+    var stats = JobStats([
+        ("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
+        ("batches", 0),
+    ])
     private var batchMilliseconds = MillisecondHistogram()
 
     mutating func record(_ deleted: DeletedRows, batch duration: Duration?) {

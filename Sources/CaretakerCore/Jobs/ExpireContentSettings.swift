@@ -16,8 +16,10 @@ extension ExpireContentSettings {
         guard maxLifetime >= minLifetime else {
             throw table.error("max_lifetime", "must not be shorter than min_lifetime")
         }
-        postFullPopularity = try table.integer("post_full_popularity", default: postFullPopularity, in: 1...Int(Int32.max))
-        packFullPopularity = try table.integer("pack_full_popularity", default: packFullPopularity, in: 1...Int(Int32.max))
+        postFullPopularity = try table.integer(
+            "post_full_popularity", default: postFullPopularity, in: 1...Int(Int32.max))
+        packFullPopularity = try table.integer(
+            "pack_full_popularity", default: packFullPopularity, in: 1...Int(Int32.max))
         compressWAL = try table.bool("compress_wal", default: compressWAL)
     }
 }

@@ -12,4 +12,3 @@
 public protocol Job: Sendable {
     func run(_ context: JobContext) throws -> JobStats
 }
-

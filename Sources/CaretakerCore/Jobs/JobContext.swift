@@ -14,8 +14,10 @@ public final class JobContext: @unchecked Sendable {
     private let startedAt = ContinuousClock.now
     private let stopRequested: @Sendable () -> Bool
 
-    public init(connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
-                runID: Int64, logger: Logger, stopRequested: @escaping @Sendable () -> Bool = { false }) {
+    public init(
+        connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
+        runID: Int64, logger: Logger, stopRequested: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.connection = connection
         self.job = job
         self.schema = schema
@@ -63,8 +65,10 @@ public final class JobContext: @unchecked Sendable {
     /// ends; after a full one `continueAfterFullBatch` may end it too
     /// (expire-content's switch to its page sweep), else the job's pause
     /// (`pauseBetweenBatches()`) comes before the next.
-    public func repeatBatches(continueAfterFullBatch: () throws -> Bool = { true },
-                              _ batch: () throws -> Int) rethrows {
+    public func repeatBatches(
+        continueAfterFullBatch: () throws -> Bool = { true },
+        _ batch: () throws -> Int
+    ) rethrows {
         while !recordStopIfDue() {
             guard try batch() >= job.batchSize, try continueAfterFullBatch() else { return }
             pauseBetweenBatches()
@@ -88,8 +92,10 @@ public final class JobContext: @unchecked Sendable {
     /// A batch whose body says how it ends, as GRDB's `inTransaction` does: `.commit`
     /// commits it like `inBatch`, `.rollback` undoes it (a dry run that measures by
     /// doing). An error rolls it back too.
-    public func inTransaction(lockTimeout: Duration? = nil,
-                              _ body: (Connection) throws -> TransactionCompletion) throws {
+    public func inTransaction(
+        lockTimeout: Duration? = nil,
+        _ body: (Connection) throws -> TransactionCompletion
+    ) throws {
         try rollingBackOnError {
             let started = ContinuousClock.now
             let opened = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout)])
@@ -104,12 +110,16 @@ public final class JobContext: @unchecked Sendable {
     /// trip: `BEGIN`, the batch's settings (`set_config(…, true)`, i.e. `SET LOCAL`),
     /// the statement, the WAL position and `COMMIT` as one libpq pipeline. Returns
     /// the statement's result.
-    public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
-                        _ parameters: [any PostgresBindable]) throws -> QueryResult {
+    public func inBatch(
+        lockTimeout: Duration? = nil, statement sql: String,
+        _ parameters: [any PostgresBindable]
+    ) throws -> QueryResult {
         try rollingBackOnError {
             let started = ContinuousClock.now
-            let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
-                                                   .init(Self.walPosition), .init("COMMIT")])
+            let results = try connection.pipeline([
+                .init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
+                .init(Self.walPosition), .init("COMMIT"),
+            ])
             spent(from: results[1], to: results[3], startedAt: started)
             return results[2]
         }
@@ -118,8 +128,10 @@ public final class JobContext: @unchecked Sendable {
     /// A batch whose first statement goes in the same round trip as `BEGIN` and the
     /// timeouts; `body` gets its result, may run more statements, and the batch commits
     /// when it returns. A run with nothing to do then costs two round trips per batch.
-    public func inBatch<T>(lockTimeout: Duration? = nil, first: Connection.Statement,
-                           _ body: (QueryResult, Connection) throws -> T) throws -> T {
+    public func inBatch<T>(
+        lockTimeout: Duration? = nil, first: Connection.Statement,
+        _ body: (QueryResult, Connection) throws -> T
+    ) throws -> T {
         try rollingBackOnError {
             let started = ContinuousClock.now
             let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), first])
@@ -148,7 +160,8 @@ public final class JobContext: @unchecked Sendable {
     private func batchStart(_ lockTimeout: Duration?) -> Connection.Statement {
         var parameters: [any PostgresBindable] = [
             Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-            Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))]
+            Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout)),
+        ]
         var settings = ""
         if !job.synchronousCommit {
             parameters.append("off")
@@ -162,7 +175,8 @@ public final class JobContext: @unchecked Sendable {
             parameters.append(Self.backendFlushAfter)
             settings += ", set_config('backend_flush_after', $\(parameters.count), true)"
         }
-        return .init("""
+        return .init(
+            """
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
                    set_config('idle_in_transaction_session_timeout', $3, true)\(settings),
                    pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
@@ -248,15 +262,20 @@ public final class JobContext: @unchecked Sendable {
     /// other roles' WAL senders: without it, warns once and does not wait.
     private func waitForReplicas(_ limit: Duration) {
         while !recordStopIfDue() {
-            guard let lag = try? connection.query("""
-                SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
-                       count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
-                                          AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
-                FROM pg_stat_replication
-                """, limit.microseconds, walEnd).first else { break }
+            guard
+                let lag = try? connection.query(
+                    """
+                    SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                           count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
+                                              AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
+                    FROM pg_stat_replication
+                    """, limit.microseconds, walEnd
+                ).first
+            else { break }
             if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
                 warnedHiddenReplicas = true
-                logger.warning("""
+                logger.warning(
+                    """
                     a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
                     grant it pg_read_all_stats (or pg_monitor)
                     """)
@@ -264,8 +283,9 @@ public final class JobContext: @unchecked Sendable {
             guard lag.int("behind") ?? 0 > 0 else { break }
             if !toldOfLaggingReplica {
                 toldOfLaggingReplica = true
-                logger.info("a standby replays further behind than max_replica_lag; batches wait for it",
-                            metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+                logger.info(
+                    "a standby replays further behind than max_replica_lag; batches wait for it",
+                    metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
             }
             OSThread.sleep(for: Self.replicaPoll)
             waitedForReplicas += Self.replicaPoll
@@ -295,8 +315,10 @@ public final class JobContext: @unchecked Sendable {
     /// them failed on a row-level cause: a row that fails again (the commit
     /// included) is counted under `counter` and left for the next run, the others
     /// go ahead. Returns what `change` returned for the rows that committed.
-    public func oneByOne<ID: CustomStringConvertible, Result>(_ ids: [ID], counter: String,
-                                                              _ change: (Connection, ID) throws -> Result) throws -> [Result] {
+    public func oneByOne<ID: CustomStringConvertible, Result>(
+        _ ids: [ID], counter: String,
+        _ change: (Connection, ID) throws -> Result
+    ) throws -> [Result] {
         var committed: [Result] = []
         for id in ids where !recordStopIfDue() {
             do {
@@ -314,9 +336,12 @@ public final class JobContext: @unchecked Sendable {
     /// batch's keys (its first column), and `changeOne` changes one of them. Returns
     /// how many rows the batch looked at (what `repeatBatches` wants) and how many
     /// it changed.
-    public func changeBatch(_ change: String, orOneByOne candidates: String, _ parameters: [any PostgresBindable],
-                            counter: String, _ changeOne: (Connection, String) throws -> Int)
-        throws -> (handled: Int, changed: Int) {
+    public func changeBatch(
+        _ change: String, orOneByOne candidates: String, _ parameters: [any PostgresBindable],
+        counter: String, _ changeOne: (Connection, String) throws -> Int
+    )
+        throws -> (handled: Int, changed: Int)
+    {
         do {
             let changed = try inBatch { try $0.query(change, parameters).affectedRows }
             return (changed, changed)

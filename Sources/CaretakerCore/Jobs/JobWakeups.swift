@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What can wake a job besides its schedule. The scheduler knows jobs only
 /// through this declaration, never by name.

@@ -56,8 +56,10 @@ private final class LeaderSuccessionPass {
     let queries: LeaderSuccessionQueries
     /// `leader_inactive_after` in microseconds, or `nil` (sent as NULL) when inactivity is off.
     let inactiveAfter: Int64?
-    var stats = JobStats([("leaders_appointed", 0), ("communities_archived", 0),
-                          ("communities_skipped", 0), ("communities_blocked", 0), ("inactive_leaders_kept", 0)])
+    var stats = JobStats([
+        ("leaders_appointed", 0), ("communities_archived", 0),
+        ("communities_skipped", 0), ("communities_blocked", 0), ("inactive_leaders_kept", 0),
+    ])
 
     init(settings: LeaderSuccessionSettings, context: JobContext) {
         self.context = context
@@ -82,7 +84,8 @@ private final class LeaderSuccessionPass {
     /// The next `batch_size` active communities, by id after `cursor`, that look as if they need a leader → `id`.
     private func findCandidates(after cursor: KeysetCursor) throws -> [Row] {
         try context.inBatch { connection in
-            try connection.query(queries.findCandidates, cursor.parameters + [inactiveAfter, context.job.batchSize]).rows
+            try connection.query(queries.findCandidates, cursor.parameters + [inactiveAfter, context.job.batchSize])
+                .rows
         }
     }
 
@@ -97,8 +100,11 @@ private final class LeaderSuccessionPass {
                 }
                 guard let reason = try reason(community, connection) else { return .healthy }
                 let chosen = try chooseLeader(community, connection, onlyActive: reason == "leader_inactive")
-                guard let decision = SuccessionDecision(previousLeader: locked.int64("leader_id"), reason: reason,
-                                                        chosen: chosen) else {
+                guard
+                    let decision = SuccessionDecision(
+                        previousLeader: locked.int64("leader_id"), reason: reason,
+                        chosen: chosen)
+                else {
                     return .inactiveLeaderKept
                 }
                 if !context.dryRun { try apply(decision, to: community, connection) }
@@ -127,29 +133,35 @@ private final class LeaderSuccessionPass {
     }
 
     /// The eligible member to appoint (locked `FOR SHARE` unless in a dry run), `nil` when there is none.
-    private func chooseLeader(_ community: Int64, _ connection: Connection,
-                              onlyActive: Bool) throws -> SuccessionDecision.Candidate? {
+    private func chooseLeader(
+        _ community: Int64, _ connection: Connection,
+        onlyActive: Bool
+    ) throws -> SuccessionDecision.Candidate? {
         let sql = context.dryRun ? queries.chooseLeader : queries.chooseAndLockLeader
         guard let row = try connection.query(sql, community, inactiveAfter, onlyActive).first,
-              let user = row.int64("user_id") else { return nil }
+            let user = row.int64("user_id")
+        else { return nil }
         return .init(userID: user, isSuccessor: row.bool("is_successor") == true)
     }
 
     /// Appoints the new leader (clearing `successor_id`) or archives, and records the change.
     private func apply(_ decision: SuccessionDecision, to community: Int64, _ connection: Connection) throws {
         let sql = decision.newLeader == nil ? queries.archive : queries.appoint
-        try connection.query(sql, community, decision.previousLeader, decision.newLeader,
-                             decision.reason, decision.chosenBy, context.runID)
+        try connection.query(
+            sql, community, decision.previousLeader, decision.newLeader,
+            decision.reason, decision.chosenBy, context.runID)
     }
 
     private func log(_ decision: SuccessionDecision, community: Int64) {
-        context.logger.info(decision.newLeader == nil ? "community archived: nobody eligible" : "leader appointed",
-                            metadata: [
-                                "community_id": "\(community)",
-                                "previous_leader_id": "\(decision.previousLeader.map(String.init) ?? "none")",
-                                "new_leader_id": "\(decision.newLeader.map(String.init) ?? "none")",
-                                "reason": "\(decision.reason)", "chosen_by": "\(decision.chosenBy)",
-                                "dry_run": "\(context.dryRun)"])
+        context.logger.info(
+            decision.newLeader == nil ? "community archived: nobody eligible" : "leader appointed",
+            metadata: [
+                "community_id": "\(community)",
+                "previous_leader_id": "\(decision.previousLeader.map(String.init) ?? "none")",
+                "new_leader_id": "\(decision.newLeader.map(String.init) ?? "none")",
+                "reason": "\(decision.reason)", "chosen_by": "\(decision.chosenBy)",
+                "dry_run": "\(context.dryRun)",
+            ])
     }
 }
 
@@ -199,8 +211,9 @@ struct SuccessionDecision: Equatable {
     /// leader stays, since swapping one idle leader for another would only churn.
     init?(previousLeader: Int64?, reason: String, chosen: Candidate?) {
         if let chosen {
-            self.init(previousLeader: previousLeader, reason: reason, newLeader: chosen.userID,
-                      chosenBy: chosen.isSuccessor ? "successor" : "seniority")
+            self.init(
+                previousLeader: previousLeader, reason: reason, newLeader: chosen.userID,
+                chosenBy: chosen.isSuccessor ? "successor" : "seniority")
         } else if reason == "leader_inactive" {
             return nil
         } else {

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// `logout-inactive`: revokes sessions idle for `idle_timeout` (database clock).
 ///
@@ -24,10 +25,14 @@ struct LogoutInactive: Job {
     /// revoke it: the app holds it locked, or the update fails), and the seconds from
     /// the database's now until the first session that goes idle after `since` does
     /// (≤ 0: it already has; nil: none). Without `since`, every idle session is new.
-    static func deadlines(_ connection: Connection, schema s: String, idleTimeout: Duration,
-                          since: Date?) throws -> DeadlineAnswer {
-        let row = try connection.query(LogoutInactiveQueries(schema: s).deadlines,
-                                       idleTimeout.microseconds, since.map(\.timeIntervalSince1970) ?? -1e11).first
+    static func deadlines(
+        _ connection: Connection, schema s: String, idleTimeout: Duration,
+        since: Date?
+    ) throws -> DeadlineAnswer {
+        let row = try connection.query(
+            LogoutInactiveQueries(schema: s).deadlines,
+            idleTimeout.microseconds, since.map(\.timeIntervalSince1970) ?? -1e11
+        ).first
         return DeadlineAnswer(stuck: row?.bool("stuck") == true && since != nil, secondsUntilNext: row?.double("wait"))
     }
 }
@@ -58,9 +63,13 @@ private final class LogoutInactivePass {
     /// Revokes up to `batch_size` idle sessions (one at a time when the app
     /// protects one: a trigger, a lock); returns how many it looked at.
     private func revokeBatch() throws -> Int {
-        let parameters: [any PostgresBindable] = [timeout, context.job.batchSize, context.blockedIDs("sessions_blocked")]
-        let batch = try context.changeBatch(queries.revokeIdle, orOneByOne: queries.idleSessions, parameters,
-                                            counter: "sessions_blocked") { connection, id in
+        let parameters: [any PostgresBindable] = [
+            timeout, context.job.batchSize, context.blockedIDs("sessions_blocked"),
+        ]
+        let batch = try context.changeBatch(
+            queries.revokeIdle, orOneByOne: queries.idleSessions, parameters,
+            counter: "sessions_blocked"
+        ) { connection, id in
             try connection.query(queries.revokeOne, timeout, id).affectedRows
         }
         stats.add("sessions_revoked", batch.changed)

@@ -27,8 +27,10 @@ private final class PrunePass {
     init(settings: PruneSettings, context: JobContext) {
         self.context = context
         let queries = PruneQueries(schema: context.schema)
-        targets = [(queries.runs, settings.keepHistory), (queries.slots, settings.keepHistory),
-                   (queries.sessions, settings.keepRevokedSessions), (queries.resetRequests, settings.keepResetRequests)]
+        targets = [
+            (queries.runs, settings.keepHistory), (queries.slots, settings.keepHistory),
+            (queries.sessions, settings.keepRevokedSessions), (queries.resetRequests, settings.keepResetRequests),
+        ]
     }
 
     func run() throws {
@@ -47,10 +49,14 @@ private final class PrunePass {
     /// Deletes up to `batch_size` of the target's prunable rows (a row the app
     /// still references on its own, or left); returns how many it looked at.
     private func deleteBatch(_ target: PruneQueries.Target, keep: Duration) throws -> Int {
-        let parameters: [any PostgresBindable] = [keep.microseconds, context.job.batchSize,
-                                                  context.blockedIDs(target.blockedCounter)]
-        let batch = try context.changeBatch(target.deleteBatch, orOneByOne: target.candidates, parameters,
-                                            counter: target.blockedCounter) { connection, key in
+        let parameters: [any PostgresBindable] = [
+            keep.microseconds, context.job.batchSize,
+            context.blockedIDs(target.blockedCounter),
+        ]
+        let batch = try context.changeBatch(
+            target.deleteBatch, orOneByOne: target.candidates, parameters,
+            counter: target.blockedCounter
+        ) { connection, key in
             try connection.query(target.deleteOne, keep.microseconds, key).affectedRows
         }
         stats.add(target.counter, batch.changed)

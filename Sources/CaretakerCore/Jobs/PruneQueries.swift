@@ -36,10 +36,15 @@ struct PruneQueries {
     init(schema s: String) {
         runs = Target(counter: "runs_deleted", RunStore.prunableRuns)
         slots = Target(counter: "slots_deleted", RunStore.prunableSlots)
-        sessions = Target(counter: "sessions_deleted", RunStore.Prunable(
-            table: "\(s).sessions", key: "id", condition: "revoked_at < now() - $1::bigint * interval '1 microsecond'"))
-        resetRequests = Target(counter: "reset_requests_deleted", RunStore.Prunable(
-            table: "\(s).password_reset_requests", key: "id",
-            condition: "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'"))
+        sessions = Target(
+            counter: "sessions_deleted",
+            RunStore.Prunable(
+                table: "\(s).sessions", key: "id",
+                condition: "revoked_at < now() - $1::bigint * interval '1 microsecond'"))
+        resetRequests = Target(
+            counter: "reset_requests_deleted",
+            RunStore.Prunable(
+                table: "\(s).password_reset_requests", key: "id",
+                condition: "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'"))
     }
 }

@@ -29,9 +29,11 @@ private final class SendTempPasswordsPass {
     let mailOptions: MailOptions
     let context: JobContext
     let queries: SendTempPasswordsQueries
-    var stats = JobStats([("sent", 0), ("ignored", 0), ("failed", 0), ("retried", 0),
-                          ("temp_passwords_cleared", 0), ("deferred", 0), ("requests_blocked", 0),
-                          ("temp_passwords_blocked", 0)])
+    var stats = JobStats([
+        ("sent", 0), ("ignored", 0), ("failed", 0), ("retried", 0),
+        ("temp_passwords_cleared", 0), ("deferred", 0), ("requests_blocked", 0),
+        ("temp_passwords_blocked", 0),
+    ])
     /// Dry run only: mails this run would have sent, per lower-cased address,
     /// so the rate limit sees them.
     private var plannedSends: [String: Int] = [:]
@@ -55,9 +57,13 @@ private final class SendTempPasswordsPass {
         }
         // An account the app protects (a trigger, a lock) is cleared on its own, or left.
         try context.repeatBatches {
-            let parameters: [any PostgresBindable] = [context.job.batchSize, context.blockedIDs("temp_passwords_blocked")]
-            let batch = try context.changeBatch(queries.clearExpired, orOneByOne: queries.expiredUsers, parameters,
-                                                counter: "temp_passwords_blocked") { connection, id in
+            let parameters: [any PostgresBindable] = [
+                context.job.batchSize, context.blockedIDs("temp_passwords_blocked"),
+            ]
+            let batch = try context.changeBatch(
+                queries.clearExpired, orOneByOne: queries.expiredUsers, parameters,
+                counter: "temp_passwords_blocked"
+            ) { connection, id in
                 try connection.query(queries.clearExpiredOne, id).affectedRows
             }
             stats.add("temp_passwords_cleared", batch.changed)
@@ -151,14 +157,19 @@ private final class SendTempPasswordsPass {
     }
 
     /// Transaction A: locks the request, decides, and settles it or prepares the send.
-    private func claimAndPrepare(_ id: Int64, password: NewPassword?, on connection: Connection) throws -> ClaimOutcome {
+    private func claimAndPrepare(_ id: Int64, password: NewPassword?, on connection: Connection) throws -> ClaimOutcome
+    {
         guard let request = try connection.query(queries.claimRequest, id).first.map(ResetRequest.init) else {
             return .notDue
         }
         let account = try connection.query(queries.account, request.email).first.map(ResetAccount.init)
-        let recent = try connection.query(queries.recentSends, request.email, SendTempPasswordsQueries.inFlight).first?.int("n") ?? 0
-        switch ResetDecision.decide(request, account, recentSends: recent, maxPerHour: settings.maxPerHour,
-                                     maxAttempts: settings.maxAttempts) {
+        let recent =
+            try connection.query(queries.recentSends, request.email, SendTempPasswordsQueries.inFlight).first?.int("n")
+            ?? 0
+        switch ResetDecision.decide(
+            request, account, recentSends: recent, maxPerHour: settings.maxPerHour,
+            maxAttempts: settings.maxAttempts)
+        {
         case .settle(let status, let reason):
             try connection.query(queries.settle, id, status, reason)
             return .settled(status: status, reason: reason)
@@ -172,34 +183,46 @@ private final class SendTempPasswordsPass {
     }
 
     /// Transaction A, send branch: new password, stored hash, request in flight, the message.
-    private func prepareSend(_ request: ResetRequest, _ account: ResetAccount, _ address: MailAddress,
-                             _ password: NewPassword, on connection: Connection) throws -> ClaimOutcome {
+    private func prepareSend(
+        _ request: ResetRequest, _ account: ResetAccount, _ address: MailAddress,
+        _ password: NewPassword, on connection: Connection
+    ) throws -> ClaimOutcome {
         let (transport, from) = try mailSetup()
         let hash = password.hash
-        guard let stored = try connection.query(queries.storePassword, account.id, account.email, hash,
-                                                settings.tempPasswordTTL.microseconds).first else {
+        guard
+            let stored = try connection.query(
+                queries.storePassword, account.id, account.email, hash,
+                settings.tempPasswordTTL.microseconds
+            ).first
+        else {
             // Deleted or renamed between our read and the update: decide again next run.
-            context.logger.info("account changed meanwhile; request left for the next run",
-                                metadata: ["request_id": "\(request.id)"])
+            context.logger.info(
+                "account changed meanwhile; request left for the next run",
+                metadata: ["request_id": "\(request.id)"])
             return .notDue
         }
         try connection.query(queries.markInFlight, request.id, SendTempPasswordsQueries.inFlight)
-        let message = makeMessage(from: from, to: account, address: address, password: password.plain,
-                                  expiresAt: stored["expires_at"] ?? "")
-        return .send(Delivery(
-            requestID: request.id, userID: account.id, attemptsBefore: request.attempts, transport: transport,
-            message: message,
-            newHash: hash,
-            previous: PreviousTemporaryPassword(hash: stored["previous_hash"], expiresAt: stored["previous_expires_at"],
-                                                mustChange: stored.bool("previous_must_change") ?? false)))
+        let message = makeMessage(
+            from: from, to: account, address: address, password: password.plain,
+            expiresAt: stored["expires_at"] ?? "")
+        return .send(
+            Delivery(
+                requestID: request.id, userID: account.id, attemptsBefore: request.attempts, transport: transport,
+                message: message,
+                newHash: hash,
+                previous: PreviousTemporaryPassword(
+                    hash: stored["previous_hash"], expiresAt: stored["previous_expires_at"],
+                    mustChange: stored.bool("previous_must_change") ?? false)))
     }
 
     /// Sends outside any transaction, then records the result (transaction B).
     private func deliver(_ delivery: Delivery) {
         if delivery.attemptsBefore > 0 { stats.add("retried") }
         let attempt = delivery.attemptsBefore + 1
-        var metadata: [String: String] = ["request_id": "\(delivery.requestID)", "user_id": "\(delivery.userID)",
-                                          "attempt": "\(attempt)"]
+        var metadata: [String: String] = [
+            "request_id": "\(delivery.requestID)", "user_id": "\(delivery.userID)",
+            "attempt": "\(attempt)",
+        ]
         do {
             try delivery.transport.send(delivery.message)
         } catch {
@@ -214,7 +237,8 @@ private final class SendTempPasswordsPass {
             // The mail went out but could not be recorded: the request stays in
             // flight and is retried after its backoff (a duplicate, never a loss).
             metadata["error"] = "\(error)"
-            context.logger.error("mail sent but not recorded; the request will be retried", metadata: metadata.logMetadata)
+            context.logger.error(
+                "mail sent but not recorded; the request will be retried", metadata: metadata.logMetadata)
         }
     }
 
@@ -222,17 +246,22 @@ private final class SendTempPasswordsPass {
         metadata["error"] = error.description
         do {
             let status = try context.inBatch { connection in
-                try connection.query(queries.recordFailure, delivery.requestID, error.description,
-                                     settings.maxAttempts, error.kind == .invalidAddress).first?["status"] ?? "pending"
+                try connection.query(
+                    queries.recordFailure, delivery.requestID, error.description,
+                    settings.maxAttempts, error.kind == .invalidAddress
+                ).first?["status"] ?? "pending"
             }
             stats.add(status == "failed" ? "failed" : "deferred")
             metadata["status"] = status
-            context.logger.warning(status == "failed" ? "temporary password mail failed; giving up"
-                                                      : "temporary password mail failed; will retry",
-                                   metadata: metadata.logMetadata)
+            context.logger.warning(
+                status == "failed"
+                    ? "temporary password mail failed; giving up"
+                    : "temporary password mail failed; will retry",
+                metadata: metadata.logMetadata)
         } catch {
             metadata["record_error"] = "\(error)"
-            context.logger.error("could not record a failed mail; the request will be retried", metadata: metadata.logMetadata)
+            context.logger.error(
+                "could not record a failed mail; the request will be retried", metadata: metadata.logMetadata)
         }
         restorePreviousPassword(delivery)
     }
@@ -242,12 +271,14 @@ private final class SendTempPasswordsPass {
     private func restorePreviousPassword(_ delivery: Delivery) {
         do {
             _ = try context.inBatch { connection in
-                try connection.query(queries.restorePassword, delivery.userID, delivery.newHash, delivery.previous.hash,
-                                     delivery.previous.expiresAt, delivery.previous.mustChange)
+                try connection.query(
+                    queries.restorePassword, delivery.userID, delivery.newHash, delivery.previous.hash,
+                    delivery.previous.expiresAt, delivery.previous.mustChange)
             }
         } catch {
-            context.logger.warning("could not restore the previous temporary password",
-                                   metadata: ["request_id": "\(delivery.requestID)", "error": "\(error)"])
+            context.logger.warning(
+                "could not restore the previous temporary password",
+                metadata: ["request_id": "\(delivery.requestID)", "error": "\(error)"])
         }
     }
 
@@ -255,12 +286,17 @@ private final class SendTempPasswordsPass {
 
     /// Decides `id` like transaction A, without locking anything; `nil` when it is not pending and due.
     private func peek(_ id: Int64, on connection: Connection) throws -> ResetDecision? {
-        guard let request = try connection.query(queries.peekRequest, id).first.map(ResetRequest.init) else { return nil }
+        guard let request = try connection.query(queries.peekRequest, id).first.map(ResetRequest.init) else {
+            return nil
+        }
         let account = try connection.query(queries.account, request.email).first.map(ResetAccount.init)
-        let recent = try connection.query(queries.recentSends, request.email, SendTempPasswordsQueries.inFlight).first?.int("n") ?? 0
-        let decision = ResetDecision.decide(request, account,
-                                            recentSends: recent + plannedSends[request.email.lowercased(), default: 0],
-                                            maxPerHour: settings.maxPerHour, maxAttempts: settings.maxAttempts)
+        let recent =
+            try connection.query(queries.recentSends, request.email, SendTempPasswordsQueries.inFlight).first?.int("n")
+            ?? 0
+        let decision = ResetDecision.decide(
+            request, account,
+            recentSends: recent + plannedSends[request.email.lowercased(), default: 0],
+            maxPerHour: settings.maxPerHour, maxAttempts: settings.maxAttempts)
         if context.dryRun, case .send = decision {
             plannedSends[request.email.lowercased(), default: 0] += 1
             if request.attempts > 0 { stats.add("retried") }
@@ -293,14 +329,18 @@ private final class SendTempPasswordsPass {
         }
     }
 
-    private func makeMessage(from: Mailbox, to account: ResetAccount, address: MailAddress,
-                             password: String, expiresAt: String) -> MailMessage {
+    private func makeMessage(
+        from: Mailbox, to account: ResetAccount, address: MailAddress,
+        password: String, expiresAt: String
+    ) -> MailMessage {
         let displayName = account.displayName.flatMap { $0.isEmpty ? nil : $0 }
         // A display name the header cannot carry (a control character) is dropped, not the mail.
-        let recipient = (try? Mailbox(displayName: displayName, address: address))
+        let recipient =
+            (try? Mailbox(displayName: displayName, address: address))
             ?? (try! Mailbox(address: address))
-        let text = settings.template.render(name: recipient.displayName ?? address.address, password: password,
-                                            expiresAt: expiresAt, appName: Self.appName(from: from))
+        let text = settings.template.render(
+            name: recipient.displayName ?? address.address, password: password,
+            expiresAt: expiresAt, appName: Self.appName(from: from))
         return MailMessage(from: from, to: recipient, subject: text.subject, body: text.body)
     }
 

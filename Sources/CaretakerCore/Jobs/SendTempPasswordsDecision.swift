@@ -15,8 +15,9 @@ struct ResetRequest: Equatable {
     }
 
     init(_ row: Row) {
-        self.init(id: row.int64("id") ?? 0, email: row["email"] ?? "", attempts: row.int("attempts") ?? 0,
-                  lastError: row["last_error"])
+        self.init(
+            id: row.int64("id") ?? 0, email: row["email"] ?? "", attempts: row.int("attempts") ?? 0,
+            lastError: row["last_error"])
     }
 }
 
@@ -35,8 +36,9 @@ struct ResetAccount: Equatable {
     }
 
     init(_ row: Row) {
-        self.init(id: row.int64("id") ?? 0, email: row["email"] ?? "", displayName: row["display_name"],
-                  deleted: row.bool("deleted") ?? false)
+        self.init(
+            id: row.int64("id") ?? 0, email: row["email"] ?? "", displayName: row["display_name"],
+            deleted: row.bool("deleted") ?? false)
     }
 }
 
@@ -51,8 +53,10 @@ enum ResetDecision: Equatable {
     /// mid-send, or a lowered `max_attempts`). `recentSends` is what the address was
     /// mailed in the last hour (`SendTempPasswordsQueries.recentSends`, plus a dry
     /// run's own planned mails).
-    static func decide(_ request: ResetRequest, _ account: ResetAccount?, recentSends: Int,
-                       maxPerHour: Int, maxAttempts: Int) -> ResetDecision {
+    static func decide(
+        _ request: ResetRequest, _ account: ResetAccount?, recentSends: Int,
+        maxPerHour: Int, maxAttempts: Int
+    ) -> ResetDecision {
         guard let account, !account.deleted else { return .settle(status: "ignored", reason: "no such account") }
         if recentSends >= maxPerHour { return .settle(status: "ignored", reason: "rate limited") }
         guard let address = try? MailAddress(account.email) else {

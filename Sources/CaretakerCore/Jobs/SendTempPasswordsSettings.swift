@@ -33,8 +33,12 @@ extension SendTempPasswordsSettings {
         }
     }
 
-    private static func readTemplate(_ path: String, relativeTo file: String, table: TableReader) throws(ConfigurationError) -> MailTemplate {
-        let resolved = path.hasPrefix("/") ? path
+    private static func readTemplate(
+        _ path: String, relativeTo file: String, table: TableReader
+    ) throws(ConfigurationError) -> MailTemplate {
+        let resolved =
+            path.hasPrefix("/")
+            ? path
             : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
         let text: String
         do {

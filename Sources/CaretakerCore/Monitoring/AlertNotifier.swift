@@ -1,10 +1,11 @@
+import Logging
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
-import Postgres
 
 /// Carries out `AlertPolicy` against `caretaker.job_alerts` and sends the mails
 /// to `[alerts] mail_to` through the configured transport.
@@ -33,8 +34,10 @@ struct AlertNotifier: Sendable {
         }
     }
 
-    private func carryOut(_ action: AlertPolicy.Action, job: String, previous: AlertPolicy.Stored?,
-                          on connection: Connection) throws {
+    private func carryOut(
+        _ action: AlertPolicy.Action, job: String, previous: AlertPolicy.Stored?,
+        on connection: Connection
+    ) throws {
         guard let next = AlertPolicy.stored(after: action) else { return }
         var cause: String?
         if case .alert(let text) = action { cause = text }
@@ -52,11 +55,15 @@ struct AlertNotifier: Sendable {
         }
         do {
             try transport.send(MailMessage(from: from, to: to, subject: message.subject, body: message.body))
-            logger.notice("alert mail sent", metadata: ["job": "\(job)", "alert": "\(next == .unhealthy ? "unhealthy" : "recovered")"])
+            logger.notice(
+                "alert mail sent",
+                metadata: ["job": "\(job)", "alert": "\(next == .unhealthy ? "unhealthy" : "recovered")"])
         } catch {
-            logger.error("alert mail could not be sent; trying again later",
-                         metadata: ["job": "\(job)", "error": "\(error)"])
-            try store.handBackAlertChange(job: job, to: previous ?? .healthy, from: next, retryAfter: Self.retryAfterFailedSend)
+            logger.error(
+                "alert mail could not be sent; trying again later",
+                metadata: ["job": "\(job)", "error": "\(error)"])
+            try store.handBackAlertChange(
+                job: job, to: previous ?? .healthy, from: next, retryAfter: Self.retryAfterFailedSend)
         }
     }
 }
@@ -76,19 +83,23 @@ enum AlertMessage {
     static func alert(job: String, cause: String, lastRun: LastRun?) -> (subject: String, body: String) {
         var body = "caretaker job \(job) is unhealthy.\n\nCause: \(cause)\n"
         if let lastRun {
-            body += "Last run: #\(lastRun.id) \(lastRun.status), started \(lastRun.startedAt) on \(lastRun.host) (pid \(lastRun.pid))\n"
+            body +=
+                "Last run: #\(lastRun.id) \(lastRun.status), started \(lastRun.startedAt) on \(lastRun.host) (pid \(lastRun.pid))\n"
             body += "Last error: \(lastRun.error ?? "none")\n"
         } else {
             body += "Last run: none recorded\n"
         }
         body += "\nSee the history:\n    caretaker history --job \(job)\n"
-        body += "\nNo further alert is sent for \(job) while it stays unhealthy; a recovery notice follows when it is healthy again.\n"
+        body +=
+            "\nNo further alert is sent for \(job) while it stays unhealthy; a recovery notice follows when it is healthy again.\n"
         return ("[caretaker] \(job) is unhealthy", body)
     }
 
     static func recovery(job: String, unhealthySince: String) -> (subject: String, body: String) {
-        ("[caretaker] \(job) recovered",
-         "caretaker job \(job) is healthy again (unhealthy since \(unhealthySince)).\n\n"
-            + "See the history:\n    caretaker history --job \(job)\n")
+        (
+            "[caretaker] \(job) recovered",
+            "caretaker job \(job) is healthy again (unhealthy since \(unhealthySince)).\n\n"
+                + "See the history:\n    caretaker history --job \(job)\n"
+        )
     }
 }

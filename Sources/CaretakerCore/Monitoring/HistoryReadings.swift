@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What the shared history says about each job, read in one place so that the
 /// metrics, the alerts and every instance agree.
@@ -55,11 +56,15 @@ public struct HistoryReadings: Sendable {
     /// stamped before the last look but committed after it; the id filter keeps
     /// it from counting twice. (Two skipped rows committed in the opposite order
     /// of their ids within one look could lose the lower one: a microsecond race.)
-    public static func skippedSlots(_ connection: Connection, after cursor: SkippedCursor,
-                                    uptime: Duration) throws -> ([SkippedSlots], SkippedCursor) {
+    public static func skippedSlots(
+        _ connection: Connection, after cursor: SkippedCursor,
+        uptime: Duration
+    ) throws -> ([SkippedSlots], SkippedCursor) {
         var moved = cursor
-        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now")
-        let rows = try RunStore(connection).skippedSlots(afterID: cursor.lastID, lookedAt: cursor.lookedAt, uptime: uptime)
+        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?
+            .double("now")
+        let rows = try RunStore(connection).skippedSlots(
+            afterID: cursor.lastID, lookedAt: cursor.lookedAt, uptime: uptime)
         moved.lastID = max(cursor.lastID, rows.compactMap(\.lastID).max() ?? 0)
         return (rows.map(\.counts), moved)
     }

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What `caretaker status` shows: the database and schema, and per job its
 /// health, last run, next slot and the runs going on right now (where), all
@@ -67,20 +68,25 @@ public struct StatusReport: Sendable {
     public var unhealthyJobs: [Job] { jobs.filter { $0.health?.healthy == false } }
 
     public static func read(_ connection: Connection, configuration: Configuration) throws -> StatusReport {
-        let info = try connection.query("""
+        let info = try connection.query(
+            """
             SELECT current_database() AS name, current_setting('server_version') AS version,
                    pg_is_in_recovery() AS recovery, extract(epoch FROM clock_timestamp())::float8 AS now
-            """).first
-        let database = Database(name: info?["name"] ?? "", serverVersion: info?["version"] ?? "",
-                                inRecovery: info?.bool("recovery") ?? false)
+            """
+        ).first
+        let database = Database(
+            name: info?["name"] ?? "", serverVersion: info?["version"] ?? "",
+            inRecovery: info?.bool("recovery") ?? false)
         let now = Date(timeIntervalSince1970: info?.double("now") ?? 0)
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         let latest = Migration.all.last?.version ?? 0
-        let schema = Schema(version: applied.max() ?? 0, latest: latest,
-                            pending: Migration.all.filter { !applied.contains($0.version) }.count)
+        let schema = Schema(
+            version: applied.max() ?? 0, latest: latest,
+            pending: Migration.all.filter { !applied.contains($0.version) }.count)
         guard !applied.isEmpty else {
             let jobs = configuration.jobs.map {
-                Job(name: $0.name, enabled: $0.enabled, schedule: $0.schedule.text, health: nil, lastRun: nil,
+                Job(
+                    name: $0.name, enabled: $0.enabled, schedule: $0.schedule.text, health: nil, lastRun: nil,
                     nextSlot: $0.enabled ? $0.schedule.nextDate(after: now) : nil, running: [], alertState: nil)
             }
             return StatusReport(database: database, schema: schema, now: now, jobs: jobs)
@@ -90,7 +96,8 @@ public struct StatusReport: Sendable {
         let store = RunStore(connection)
         let alertsTable = try store.hasAlertStates()
         let jobs = try configuration.jobs.map { job in
-            Job(name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
+            Job(
+                name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
                 lastRun: try store.lastRun(job: job.name),
                 nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
                 running: try store.running(job: job.name),

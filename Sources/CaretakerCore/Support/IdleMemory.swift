@@ -27,7 +27,8 @@ enum IdleMemory {
     static func release() {
         #if os(Linux)
         let mappings = (try? TextFile.read("/proc/self/smaps")).map(ProcessMapping.parse) ?? []
-        let advice = mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
+        let advice =
+            mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
             + mappings.filter(\.hasCleanFilePages).flatMap { cleanFilePages(in: $0) }
         #if canImport(Glibc)
         malloc_trim(0)
@@ -37,7 +38,9 @@ enum IdleMemory {
             for (index, item) in advice.enumerated() { buffer[index] = item }
             for index in 0..<advice.count {
                 let item = buffer[index]
-                _ = madvise(UnsafeMutableRawPointer(bitPattern: item.start), item.length, item.drop ? MADV_DONTNEED : MADV_PAGEOUT)
+                _ = madvise(
+                    UnsafeMutableRawPointer(bitPattern: item.start), item.length,
+                    item.drop ? MADV_DONTNEED : MADV_PAGEOUT)
             }
         }
         #endif
@@ -137,7 +140,9 @@ public struct ProcessMapping: Equatable, Sendable {
 
     private static func counter(_ line: Substring) -> (Substring, Int)? {
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count == 3, fields[2] == "kB", fields[0].hasSuffix(":"), let value = Int(fields[1]) else { return nil }
+        guard fields.count == 3, fields[2] == "kB", fields[0].hasSuffix(":"), let value = Int(fields[1]) else {
+            return nil
+        }
         return (fields[0].dropLast(), value)
     }
 }
