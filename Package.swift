@@ -97,13 +97,22 @@ let package = Package(
             name: "CaretakerTestSupport",
             dependencies: ["CaretakerCore", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
+        // The scripts' share of the test support (the /proc reader the bench and the soak use).
+        .executableTarget(
+            name: "caretaker-testkit",
+            dependencies: ["CaretakerTestSupport"]
+        ),
         .testTarget(
             name: "CaretakerCoreTests",
-            dependencies: ["CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText"]
+            dependencies: [
+                "CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText",
+            ]
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["CaretakerCore", "CaretakerTestSupport", "Postgres", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CaretakerCore", "CaretakerTestSupport", "Postgres", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "DashboardTests",
@@ -121,10 +130,11 @@ let package = Package(
 // `swift build` could not link it.
 if Context.environment["CARETAKER_FUZZ"] == "1" {
     package.products.append(.executable(name: "caretaker-fuzz", targets: ["caretaker-fuzz"]))
-    package.targets.append(.executableTarget(
-        name: "caretaker-fuzz",
-        dependencies: ["CaretakerCore"],
-        path: "Fuzz",
-        swiftSettings: [.unsafeFlags(["-parse-as-library"])]
-    ))
+    package.targets.append(
+        .executableTarget(
+            name: "caretaker-fuzz",
+            dependencies: ["CaretakerCore"],
+            path: "Fuzz",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ))
 }

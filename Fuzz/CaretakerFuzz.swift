@@ -27,7 +27,8 @@ private let target: Target = {
 
 private let instants: [Date] = [0, -1, 1_774_746_000, 1_792_890_000, 951_782_400, -2_208_988_800, 4_102_444_799.5]
     .map { Date(timeIntervalSince1970: $0) }
-private let zones = ["UTC", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu"].compactMap(ZoneInfo.init(identifier:))
+private let zones = ["UTC", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu"].compactMap(
+    ZoneInfo.init(identifier:))
 
 private func isControl(_ scalar: Unicode.Scalar) -> Bool {
     scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
@@ -67,7 +68,9 @@ private func fuzzConfiguration(_ text: String) {
         require(error.line >= 0 && error.line <= lineCount, "line \(error.line) outside 0...\(lineCount): \(error)")
         require(!error.message.isEmpty, "empty message")
         require(!error.key.isEmpty || error.message.hasPrefix("TOML syntax error"), "no key named: \(error)")
-        require(!error.description.unicodeScalars.contains(where: isControl), "not one line: \(error.description.debugDescription)")
+        require(
+            !error.description.unicodeScalars.contains(where: isControl),
+            "not one line: \(error.description.debugDescription)")
     }
 }
 
@@ -76,7 +79,9 @@ private func fuzzSchedule(_ text: String, zone: ZoneInfo) {
     for date in instants {
         guard let next = schedule.nextDate(after: date) else { continue }
         require(next > date, "\(text.debugDescription): next slot \(next) not after \(date)")
-        require(schedule.previousDate(atOrBefore: next) == next, "\(text.debugDescription): slot \(next) is not its own previous slot")
+        require(
+            schedule.previousDate(atOrBefore: next) == next,
+            "\(text.debugDescription): slot \(next) is not its own previous slot")
         if let before = schedule.previousDate(atOrBefore: next.addingTimeInterval(-0.001)) {
             require(before <= date, "\(text.debugDescription): slot \(before) between \(date) and \(next)")
         }
@@ -86,16 +91,19 @@ private func fuzzSchedule(_ text: String, zone: ZoneInfo) {
 private func fuzzDuration(_ text: String) {
     guard let duration = DurationText.parse(text) else { return }
     require(duration >= .zero, "negative duration from \(text.debugDescription)")
-    require(DurationText.parse(DurationText.format(duration)) == duration, "\(text.debugDescription) does not round-trip")
+    require(
+        DurationText.parse(DurationText.format(duration)) == duration, "\(text.debugDescription) does not round-trip")
 }
 
 private func fuzzAddress(_ text: String) {
     let valid = MailAddress.isValid(text)
-    require(valid == ((try? MailAddress(text)) != nil) && valid == (MailAddress.problem(in: text) == nil),
-            "isValid, init and problem(in:) disagree on \(text.debugDescription)")
+    require(
+        valid == ((try? MailAddress(text)) != nil) && valid == (MailAddress.problem(in: text) == nil),
+        "isValid, init and problem(in:) disagree on \(text.debugDescription)")
     if valid {
-        require(!text.contains(where: { "\r\n ,<>\"\\".contains($0) }) && text.utf8.count <= 254,
-                "valid address with a forbidden character: \(text.debugDescription)")
+        require(
+            !text.contains(where: { "\r\n ,<>\"\\".contains($0) }) && text.utf8.count <= 254,
+            "valid address with a forbidden character: \(text.debugDescription)")
     }
     if let mailbox = try? Mailbox(parsing: text) {
         require(!mailbox.description.unicodeScalars.contains(where: isControl), "mailbox with a control character")

@@ -20,7 +20,8 @@ public struct BasicCredentials: Sendable {
         guard let header else { return false }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-              let decoded = Data(base64Encoded: String(parts[1].filter { $0 != " " })) else { return false }
+            let decoded = Data(base64Encoded: String(parts[1].filter { $0 != " " }))
+        else { return false }
         let expected = Array("\(username):\(password)".utf8)
         let given = Array(decoded)
         var difference = UInt8(expected.count == given.count ? 0 : 1)

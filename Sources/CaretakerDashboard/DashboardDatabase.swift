@@ -54,7 +54,8 @@ public final class DashboardDatabase: @unchecked Sendable {
         connection = nil
         let fresh = try connector.connect(applicationName: "caretaker/dashboard")
         let milliseconds = statementTimeout.microseconds / 1000
-        try fresh.query("""
+        try fresh.query(
+            """
             SELECT set_config('default_transaction_read_only', 'on', false),
                    set_config('statement_timeout', $1, false),
                    set_config('idle_in_transaction_session_timeout', $1, false)

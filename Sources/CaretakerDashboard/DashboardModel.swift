@@ -1,35 +1,10 @@
+import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CaretakerCore
-
-/// One row of `caretaker.job_runs`, with times as dates of the database clock.
-public struct RunSummary: Sendable {
-    public var id: Int64
-    public var job: String
-    public var trigger: String
-    public var status: String
-    public var slot: Date?
-    public var attempt: Int
-    public var startedAt: Date
-    public var finishedAt: Date?
-    public var dryRun: Bool
-    /// The counters in `stats` that are whole numbers, in the order stored.
-    public var counters: [(name: String, value: Int64)]
-    /// The stats object as stored (JSON text).
-    public var stats: String
-    public var error: String?
-    public var host: String
-    public var pid: Int
-    public var backendPID: Int?
-
-    /// `finished_at - started_at`; nil while running.
-    public var duration: Double? { finishedAt.map { $0.timeIntervalSince(startedAt) } }
-
-    public func counter(_ name: String) -> Int64? { counters.first { $0.name == name }?.value }
-}
 
 /// The span of time the overview's timeline and charts show.
 public enum TimeWindow: String, Sendable, CaseIterable {
@@ -128,7 +103,9 @@ public struct RunFilter: Sendable, Equatable {
         trigger = try value("trigger", RunTrigger.self)
         range = try value("range", Range.self) ?? .all
         if let text = query["page"], !text.isEmpty {
-            guard let number = Int(text), number >= 1, number <= 1_000_000 else { throw .badRequest("page must be a number from 1") }
+            guard let number = Int(text), number >= 1, number <= 1_000_000 else {
+                throw .badRequest("page must be a number from 1")
+            }
             page = number
         }
     }

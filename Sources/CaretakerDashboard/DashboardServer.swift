@@ -19,8 +19,10 @@ public struct DashboardServer: Sendable {
     }
 
     /// The application listening on `address`; `onListening` gets the port it bound (useful with port 0).
-    public func application(address: ListenAddress, logger: Logger,
-                            onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    public func application(
+        address: ListenAddress, logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         Application(
             router: router(logger: logger),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
@@ -39,7 +41,10 @@ public struct DashboardServer: Sendable {
                 throw DashboardError.badRequest("window must be 24h or 7d")
             }
             return try await Self.page(logger) {
-                OverviewPage.render(try await database.read { try DashboardQueries.overview($0, configuration: configuration, window: window) })
+                OverviewPage.render(
+                    try await database.read {
+                        try DashboardQueries.overview($0, configuration: configuration, window: window)
+                    })
             }
         }
         router.get("/jobs/:name") { request, context in
@@ -50,14 +55,17 @@ public struct DashboardServer: Sendable {
             }
             return try await Self.page(logger) {
                 let filter = try RunFilter(query: query)
-                return JobPage.render(try await database.read {
-                    try DashboardQueries.jobRuns($0, configuration: configuration, job: name, filter: filter)
-                })
+                return JobPage.render(
+                    try await database.read {
+                        try DashboardQueries.jobRuns($0, configuration: configuration, job: name, filter: filter)
+                    })
             }
         }
         router.get("/runs/:id") { _, context in
             try await Self.page(logger) {
-                guard let id = context.parameters.get("id").flatMap({ Int64($0) }) else { throw DashboardError.notFound("no such run") }
+                guard let id = context.parameters.get("id").flatMap({ Int64($0) }) else {
+                    throw DashboardError.notFound("no such run")
+                }
                 let found = try await database.read { try DashboardQueries.run($0, id: id) }
                 return RunPage.render(found.run, now: found.now)
             }
@@ -73,14 +81,19 @@ public struct DashboardServer: Sendable {
             throw error
         } catch {
             logger.error("dashboard read failed", metadata: ["error": "\(error)"])
-            let hint = (error as? PostgresError)?.isUndefinedObject == true ? " — has `caretaker migrate` been run on this database?" : ""
-            return html(.serviceUnavailable, errorPage("Database unavailable", "reading the run history failed: \(error)\(hint)"))
+            let hint =
+                (error as? PostgresError)?.isUndefinedObject == true
+                ? " — has `caretaker migrate` been run on this database?" : ""
+            return html(
+                .serviceUnavailable,
+                errorPage("Database unavailable", "reading the run history failed: \(error)\(hint)"))
         }
     }
 
     static func html(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: [.contentType: "text/html; charset=utf-8"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func errorPage(_ title: String, _ message: String) -> String {
@@ -119,15 +132,21 @@ struct DashboardMiddleware<Context: RequestContext>: RouterMiddleware {
         ]
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         var response: Response
         if request.method != .get && request.method != .head {
-            response = DashboardServer.html(.methodNotAllowed, DashboardServer.errorPage(
-                "Method not allowed", "the dashboard is read-only: only GET and HEAD are accepted"))
+            response = DashboardServer.html(
+                .methodNotAllowed,
+                DashboardServer.errorPage(
+                    "Method not allowed", "the dashboard is read-only: only GET and HEAD are accepted"))
             response.headers[.allow] = "GET, HEAD"
         } else if let credentials, !credentials.accepts(authorization: request.headers[.authorization]) {
-            response = DashboardServer.html(.unauthorized, DashboardServer.errorPage(
-                "Authentication required", "this dashboard asks for a user name and password"))
+            response = DashboardServer.html(
+                .unauthorized,
+                DashboardServer.errorPage(
+                    "Authentication required", "this dashboard asks for a user name and password"))
             response.headers[.wwwAuthenticate] = BasicCredentials.challenge
         } else {
             do {
@@ -135,7 +154,8 @@ struct DashboardMiddleware<Context: RequestContext>: RouterMiddleware {
             } catch let error as DashboardError {
                 response = try error.response(from: request, context: context)
             } catch let error as any HTTPResponseError where error.status == .notFound {
-                response = DashboardServer.html(.notFound, DashboardServer.errorPage("Not found", "there is no page \(request.uri.path)"))
+                response = DashboardServer.html(
+                    .notFound, DashboardServer.errorPage("Not found", "there is no page \(request.uri.path)"))
             } catch let error as any HTTPResponseError {
                 response = try error.response(from: request, context: context)
             }

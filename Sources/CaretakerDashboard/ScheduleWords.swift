@@ -10,8 +10,10 @@ public enum ScheduleWords {
             let text = DurationText.format(interval)
             return text == "1m" ? "every minute" : text == "1h" ? "every hour" : "every \(spelled(text))"
         }
-        let macros = ["@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-                      "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *"]
+        let macros = [
+            "@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+            "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *",
+        ]
         let expression = macros[schedule.text.lowercased()] ?? schedule.text
         let fields = expression.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard fields.count == 5 else { return "cron \(schedule.text)" }
@@ -19,7 +21,9 @@ public enum ScheduleWords {
         let everyDay = day == "*" && month == "*" && weekday == "*"
         if everyDay, hour == "*" {
             if minute == "*" { return "every minute" }
-            if minute.hasPrefix("*/"), let step = Int(minute.dropFirst(2)) { return step == 1 ? "every minute" : "every \(step) minutes" }
+            if minute.hasPrefix("*/"), let step = Int(minute.dropFirst(2)) {
+                return step == 1 ? "every minute" : "every \(step) minutes"
+            }
             if let at = Int(minute) { return "every hour at :\(twoDigits(at))" }
         }
         if let at = Int(minute), hour.hasPrefix("*/"), let step = Int(hour.dropFirst(2)), everyDay {

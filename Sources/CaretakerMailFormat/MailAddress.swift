@@ -104,7 +104,8 @@ public struct MailAddress: Sendable, Hashable, CustomStringConvertible {
     /// A printable name for an offending byte; control characters are shown as
     /// hex so an error message never carries a raw CR or LF.
     private static func describe(_ byte: UInt8) -> String {
-        (0x21...0x7E).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "0x" + String(byte, radix: 16, uppercase: true)
+        (0x21...0x7E).contains(byte)
+            ? "'\(Character(Unicode.Scalar(byte)))'" : "0x" + String(byte, radix: 16, uppercase: true)
     }
 }
 

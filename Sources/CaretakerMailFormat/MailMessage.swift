@@ -76,7 +76,8 @@ extension MailMessage {
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+        return
+            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
     }
 
@@ -92,8 +93,9 @@ extension MailMessage {
     /// Keeps a caller-supplied id to characters that are safe between `<` and `>`.
     static func sanitizedMessageID(_ id: String) -> String {
         let trimmed = id.hasPrefix("<") && id.hasSuffix(">") && id.count >= 2 ? String(id.dropFirst().dropLast()) : id
-        return String(trimmed.unicodeScalars.filter { (0x21...0x7E).contains($0.value) && $0 != "<" && $0 != ">" }
-            .map(Character.init))
+        return String(
+            trimmed.unicodeScalars.filter { (0x21...0x7E).contains($0.value) && $0 != "<" && $0 != ">" }
+                .map(Character.init))
     }
 
     /// `Name <address>`, or the bare address without a display name.
@@ -112,7 +114,9 @@ extension MailMessage {
     static func encodePhrase(_ name: String, firstLineUsed: Int) -> String {
         let clean = withoutControlCharacters(name)
         let isAtext = { (s: Unicode.Scalar) in
-            s.isASCII && (s.properties.isAlphabetic || ("0"..."9").contains(s) || "!#$%&'*+-/=?^_`{|}~ ".unicodeScalars.contains(s))
+            s.isASCII
+                && (s.properties.isAlphabetic || ("0"..."9").contains(s)
+                    || "!#$%&'*+-/=?^_`{|}~ ".unicodeScalars.contains(s))
         }
         if clean.unicodeScalars.allSatisfy(isAtext), !clean.contains("=?") {
             return clean
@@ -184,10 +188,13 @@ extension MailMessage {
     /// Replaces every control character (CR, LF, TAB, NUL, DEL, C1, U+2028/9) by a
     /// space: header values are single-line by construction.
     static func withoutControlCharacters(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-            scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
-                ? " " : scalar
-        }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}"
+                        || scalar == "\u{2029}"
+                        ? " " : scalar
+                }))
     }
 }
 
@@ -241,7 +248,8 @@ extension MailMessage {
         var lineLength = 0
         for (index, byte) in line.enumerated() {
             let isLast = index == line.count - 1
-            let literal = (byte >= 33 && byte <= 126 && byte != UInt8(ascii: "="))
+            let literal =
+                (byte >= 33 && byte <= 126 && byte != UInt8(ascii: "="))
                 || ((byte == 0x20 || byte == 0x09) && !isLast)
             let encoded: [UInt8] = literal ? [byte] : [UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
             // Leave room for the "=" of a soft break (76 including it).

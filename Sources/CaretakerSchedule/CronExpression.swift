@@ -46,7 +46,8 @@ struct CronExpression: Hashable, Sendable {
                 t = LocalMinute(year: t.year, month: month, day: 1, hour: 0, minute: 0)
             }
             guard let day = firstMatchingDay(atOrAfter: t.day, year: t.year, month: t.month) else {
-                t = t.month == 12
+                t =
+                    t.month == 12
                     ? LocalMinute(year: t.year + 1, month: 1, day: 1, hour: 0, minute: 0)
                     : LocalMinute(year: t.year, month: t.month + 1, day: 1, hour: 0, minute: 0)
                 continue
@@ -87,7 +88,8 @@ struct CronExpression: Hashable, Sendable {
             }
             t.day = min(t.day, CivilDate.daysInMonth(year: t.year, month: t.month))
             guard let day = lastMatchingDay(atOrBefore: t.day, year: t.year, month: t.month) else {
-                t = t.month == 1
+                t =
+                    t.month == 1
                     ? LocalMinute(year: t.year - 1, month: 12, day: 31, hour: 23, minute: 59)
                     : LocalMinute(year: t.year, month: t.month - 1, day: 31, hour: 23, minute: 59)
                 continue

@@ -30,9 +30,9 @@ public enum DurationText {
         var previousUnit = -1
         repeat {
             guard let (whole, fraction) = scanner.number(),
-                  let unitIndex = scanner.unit(),
-                  unitIndex > previousUnit,
-                  let part = nanoseconds(whole: whole, fraction: fraction, unit: units[unitIndex])
+                let unitIndex = scanner.unit(),
+                unitIndex > previousUnit,
+                let part = nanoseconds(whole: whole, fraction: fraction, unit: units[unitIndex])
             else { return nil }
             previousUnit = unitIndex
             total += part

@@ -57,7 +57,8 @@ struct PosixTimeZoneRule: Sendable, Hashable {
         var end = Transition(day: .monthWeekDay(month: 11, week: 1, weekday: 0), time: 7200)
         if !scanner.atEnd {
             guard scanner.skip(","), let first = scanner.transition(),
-                  scanner.skip(","), let second = scanner.transition() else { return nil }
+                scanner.skip(","), let second = scanner.transition()
+            else { return nil }
             start = first
             end = second
         }
@@ -73,7 +74,10 @@ struct PosixTimeZoneRule: Sendable, Hashable {
         var latest: (instant: Int64, offset: Int)?
         for candidateYear in (year - 1)...(year + 1) {
             let switches = [
-                (instant: daylight.start.instant(in: candidateYear, wallOffset: standardOffset), offset: daylight.offset),
+                (
+                    instant: daylight.start.instant(in: candidateYear, wallOffset: standardOffset),
+                    offset: daylight.offset
+                ),
                 (instant: daylight.end.instant(in: candidateYear, wallOffset: daylight.offset), offset: standardOffset),
             ]
             for change in switches where change.instant <= instant {
@@ -135,7 +139,9 @@ private struct TZStringScanner {
     /// Consumes a zone abbreviation: three or more letters, or anything in `<…>`.
     mutating func skipName() -> Bool {
         if skip("<") {
-            guard let close = bytes[position...].firstIndex(of: UInt8(ascii: ">")), close - position >= 3 else { return false }
+            guard let close = bytes[position...].firstIndex(of: UInt8(ascii: ">")), close - position >= 3 else {
+                return false
+            }
             position = close + 1
             return true
         }
@@ -177,8 +183,9 @@ private struct TZStringScanner {
             day = .julian(n)
         } else if skip("M") {
             guard let month = number(), (1...12).contains(month), skip("."),
-                  let week = number(), (1...5).contains(week), skip("."),
-                  let weekday = number(), (0...6).contains(weekday) else { return nil }
+                let week = number(), (1...5).contains(week), skip("."),
+                let weekday = number(), (0...6).contains(weekday)
+            else { return nil }
             day = .monthWeekDay(month: month, week: week, weekday: weekday)
         } else {
             guard let n = number(), (0...365).contains(n) else { return nil }

@@ -1,9 +1,10 @@
+import CaretakerText
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CaretakerText
 
 /// When a job is due: a 5-field cron expression, a macro such as `@daily`, or `@every 90s`.
 ///

@@ -19,8 +19,9 @@ struct LocalMinute: Hashable, Comparable, Sendable, CustomStringConvertible {
         let days = EpochTime.floorDiv(wallSeconds, 86_400)
         let secondOfDay = Int(wallSeconds - days * 86_400)
         let date = CivilDate(daysSinceEpoch: Int(days))
-        self.init(year: date.year, month: date.month, day: date.day,
-                  hour: secondOfDay / 3600, minute: secondOfDay % 3600 / 60)
+        self.init(
+            year: date.year, month: date.month, day: date.day,
+            hour: secondOfDay / 3600, minute: secondOfDay % 3600 / 60)
     }
 
     init(year: Int, month: Int, day: Int, hour: Int, minute: Int) {

@@ -30,8 +30,10 @@ public struct ZoneInfo: Sendable, Hashable, CustomStringConvertible {
     public static let utc = ZoneInfo(identifier: "UTC", fixedOffset: 0)
 
     /// Names that mean UTC and work even on hosts without tzdata installed.
-    static let utcNames: Set<String> = ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "UCT", "Etc/UCT",
-                                        "Zulu", "Etc/Zulu", "Universal", "Etc/Universal"]
+    static let utcNames: Set<String> = [
+        "UTC", "Etc/UTC", "GMT", "Etc/GMT", "UCT", "Etc/UCT",
+        "Zulu", "Etc/Zulu", "Universal", "Etc/Universal",
+    ]
 
     /// Directories searched for TZif files, after `$TZDIR`.
     static let databaseDirectories = ["/usr/share/zoneinfo", "/usr/lib/zoneinfo", "/usr/share/lib/zoneinfo"]
@@ -178,8 +180,9 @@ private struct TZifReader {
         var counts: [Int] = []
         for _ in 0..<6 { counts.append(Int(try readInteger(size: 4, signed: false))) }
         guard counts[4] > 0 else { throw ZoneInfoError(message: "TZif file without local time types") }
-        return Header(version: version, isUTCCount: counts[0], isStandardCount: counts[1], leapCount: counts[2],
-                      timeCount: counts[3], typeCount: counts[4], charCount: counts[5])
+        return Header(
+            version: version, isUTCCount: counts[0], isStandardCount: counts[1], leapCount: counts[2],
+            timeCount: counts[3], typeCount: counts[4], charCount: counts[5])
     }
 
     private static func blockSize(_ header: Header, timeSize: Int) -> Int {
@@ -206,8 +209,9 @@ private struct TZifReader {
             throw ZoneInfoError(message: "TZif transition names an unknown local time type")
         }
         position = blockEnd
-        return Zone(transitions: times, offsetsAfterTransition: typeIndices.map { typeOffsets[$0] },
-                    initialOffset: typeOffsets[0])
+        return Zone(
+            transitions: times, offsetsAfterTransition: typeIndices.map { typeOffsets[$0] },
+            initialOffset: typeOffsets[0])
     }
 
     /// The footer between two newlines; nil when it is empty.

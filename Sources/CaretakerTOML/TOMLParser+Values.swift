@@ -217,7 +217,8 @@ extension TOMLParser {
     private mutating func skipLineEndingBackslash() throws(TOMLSyntaxError) -> Bool {
         var ahead = 1
         while peek(ahead) == ASCII.space || peek(ahead) == ASCII.tab { ahead += 1 }
-        let lineEnds = peek(ahead) == ASCII.lineFeed
+        let lineEnds =
+            peek(ahead) == ASCII.lineFeed
             || (peek(ahead) == ASCII.carriageReturn && peek(ahead + 1) == ASCII.lineFeed)
         guard lineEnds else {
             if ahead > 1 {
@@ -420,7 +421,8 @@ struct TOMLNumberParser {
         for digit in digits {
             let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
             let amount = Int64(digit - ASCII.zero)
-            let (sum, overflow2) = negative
+            let (sum, overflow2) =
+                negative
                 ? shifted.subtractingReportingOverflow(amount) : shifted.addingReportingOverflow(amount)
             guard !overflow1 && !overflow2 else { throw outOfRange() }
             value = sum

@@ -28,10 +28,12 @@ public enum Caretaker {
         env["CARETAKER_CONFIG"] = nil
         env["JOURNAL_STREAM"] = nil
         env.merge(environment) { _, new in new }
-        let status = try ChildProcess.run([path] + arguments, stdoutPath: directory + "/out",
-                                          stderrPath: directory + "/err", environment: env)
-        return Result(status: status,
-                      stdout: (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "")
+        let status = try ChildProcess.run(
+            [path] + arguments, stdoutPath: directory + "/out",
+            stderrPath: directory + "/err", environment: env)
+        return Result(
+            status: status,
+            stdout: (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "")
     }
 }

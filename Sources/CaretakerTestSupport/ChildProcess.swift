@@ -13,27 +13,36 @@ import Musl
 public enum ChildProcess {
     /// Runs `arguments[0]` with its output appended to `logPath`; returns the exit status.
     @discardableResult
-    public static func run(_ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil) throws -> Int32 {
+    public static func run(
+        _ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil
+    ) throws -> Int32 {
         let pid = try spawn(arguments, logPath: logPath, environment: environment)
         return wait(pid)
     }
 
     /// Runs `arguments[0]` with standard output and standard error in separate files.
-    public static func run(_ arguments: [String], stdoutPath: String, stderrPath: String,
-                           environment: [String: String]? = nil) throws -> Int32 {
+    public static func run(
+        _ arguments: [String], stdoutPath: String, stderrPath: String,
+        environment: [String: String]? = nil
+    ) throws -> Int32 {
         wait(try spawn(arguments, stdoutPath: stdoutPath, stderrPath: stderrPath, environment: environment))
     }
 
     /// Starts `arguments[0]` and returns its pid without waiting.
-    public static func spawn(_ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil,
-                             newSession: Bool = false) throws -> pid_t {
+    public static func spawn(
+        _ arguments: [String], logPath: String? = nil, environment: [String: String]? = nil,
+        newSession: Bool = false
+    ) throws -> pid_t {
         let output = logPath ?? "/dev/null"
-        return try spawn(arguments, stdoutPath: output, stderrPath: nil, environment: environment, newSession: newSession)
+        return try spawn(
+            arguments, stdoutPath: output, stderrPath: nil, environment: environment, newSession: newSession)
     }
 
     /// Starts `arguments[0]` with its output in `stdoutPath` (and `stderrPath`, or the same file).
-    public static func spawn(_ arguments: [String], stdoutPath: String, stderrPath: String?,
-                             environment: [String: String]? = nil, newSession: Bool = false) throws -> pid_t {
+    public static func spawn(
+        _ arguments: [String], stdoutPath: String, stderrPath: String?,
+        environment: [String: String]? = nil, newSession: Bool = false
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -47,7 +56,10 @@ public enum ChildProcess {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        if newSession { posix_spawnattr_setflags(&attributes, Int16(0x80) /* POSIX_SPAWN_SETSID, glibc >= 2.26; not exported to Swift */) }
+        if newSession {
+            posix_spawnattr_setflags(
+                &attributes, Int16(0x80) /* POSIX_SPAWN_SETSID, glibc >= 2.26; not exported to Swift */)
+        }
         let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let status = withCStrings(arguments) { argv in
@@ -68,17 +80,35 @@ public enum ChildProcess {
         return exitStatus(decoding: status)
     }
 
+    /// What a look at a child without waiting (`waitpid` with `WNOHANG`) found.
+    public enum State: Equatable, Sendable {
+        case running
+        /// It exited and is reaped now: its exit status (128 + signal when killed).
+        case exited(Int32)
+        /// Not a child of this process (any more): reaped already, or never ours.
+        case notAChild
+    }
+
+    /// Reaps `pid` if it has exited, without waiting.
+    public static func state(of pid: pid_t) -> State {
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+        if result == pid { return .exited(exitStatus(decoding: status)) }
+        return result < 0 ? .notAChild : .running
+    }
+
     /// Waits up to `timeout` for `pid` to exit and returns its exit status; when it is
     /// still running then, kills it with SIGKILL, reaps it and returns nil.
     public static func exitStatus(of pid: pid_t, within timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
         while true {
             let expired = ContinuousClock.now >= deadline
-            var result: pid_t
-            repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
-            if result == pid { return exitStatus(decoding: status) }
-            if result < 0 { return nil }  // not our child (any more)
+            switch state(of: pid) {
+            case .exited(let status): return status
+            case .notAChild: return nil
+            case .running: break
+            }
             if expired { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -92,7 +122,9 @@ public enum ChildProcess {
         status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
+    ) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
         defer { pointers.forEach { free($0) } }

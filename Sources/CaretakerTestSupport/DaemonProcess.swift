@@ -62,9 +62,8 @@ public final class DaemonProcess: Sendable {
     public func kill9() {
         guard !hasExited else { return }
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        exitStatus.withLock { $0 = ChildProcess.exitStatus(decoding: status) }
+        let status = ChildProcess.wait(pid)
+        exitStatus.withLock { $0 = status }
     }
 
     /// True once the process has exited and was reaped (checks without waiting).
@@ -84,11 +83,8 @@ public final class DaemonProcess: Sendable {
     private func reapIfExited() -> Int32? {
         exitStatus.withLock { known in
             if let known { return known }
-            var status: Int32 = 0
-            var result: pid_t
-            repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
-            guard result == pid else { return nil }
-            known = ChildProcess.exitStatus(decoding: status)
+            guard case .exited(let status) = ChildProcess.state(of: pid) else { return nil }
+            known = status
             return known
         }
     }
@@ -117,8 +113,10 @@ public final class DaemonProcess: Sendable {
     /// every 50 ms; returns the matching lines, or nil after `timeout` (or when the
     /// process exited without writing them).
     @discardableResult
-    public func waitForLog(containing fragment: String, count: Int = 1,
-                           timeout: Duration = .seconds(10)) async -> [String]? {
+    public func waitForLog(
+        containing fragment: String, count: Int = 1,
+        timeout: Duration = .seconds(10)
+    ) async -> [String]? {
         let deadline = ContinuousClock.now + timeout
         while true {
             let exited = hasExited
@@ -131,16 +129,11 @@ public final class DaemonProcess: Sendable {
 
     // MARK: /proc
 
+    /// What `/proc` says about the process (memory, CPU time, status fields).
+    public var statistics: ProcessStatistics { ProcessStatistics(pid: pid) }
+
     /// CPU time (user + system, all threads) the process used so far, from `/proc/PID/stat`.
-    public var cpuTime: Duration? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let afterName = stat.lastIndex(of: ")") else { return nil }
-        // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
-        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
-        return .microseconds((user + system) * 1_000_000 / max(ticks, 1))
-    }
+    public var cpuTime: Duration? { try? statistics.cpuTime() }
 }
 
 /// A stand-in for systemd's notification socket: an `AF_UNIX` datagram socket

@@ -7,16 +7,15 @@ import Synchronization
 /// listening only on a Unix socket there.
 ///
 /// Started once per test process (`shared`), as the `postgres` user when the
-/// tests run as root (initdb refuses root). A watcher process stops the server
-/// and removes the directory when the test process exits, even when it crashes.
+/// tests run as root (initdb refuses root), by `scripts/lib/postgres.sh`: the
+/// scripts (soak, bench, demo) start their clusters and standbys with the same
+/// functions. A watcher process stops the server and removes the directory when
+/// the test process exits, even when it crashes.
 public final class TemporaryPostgres: Sendable {
     /// The directory holding `data/`, the socket and the server log.
     public let directory: String
-    public let binDirectory: String
     /// The port of the Unix socket, and of TCP on 127.0.0.1 when `tls` was given.
     public let port: Int
-    /// With TLS: the server's certificate and key (copied into `directory`, owned by the server).
-    private let tls: TestCertificateAuthority?
     private let counter = Atomic<Int>(0)
     private let templateLock = Mutex(false)
     private let standbyLock = Mutex(false)
@@ -29,19 +28,25 @@ public final class TemporaryPostgres: Sendable {
     /// A cluster on a Unix socket only; with `tls`, also on 127.0.0.1 at a free port,
     /// offering TLS with the certificate `tls` signed for `localhost`.
     public init(tls: TestCertificateAuthority? = nil) throws {
-        binDirectory = try Self.findBinDirectory()
         directory = try Self.makeDirectory()
-        self.tls = tls
         port = tls == nil ? 5432 : try Self.freePort()
-        if let tls {
+        if let tls {  // the certificate and key, copied into `directory` and owned by the server
             for (source, name) in [(tls.serverCertificate, "server.crt"), (tls.serverKey, "server.key")] {
                 try FileManager.default.copyItem(atPath: source, toPath: directory + "/" + name)
                 try Self.giveToOwner(directory + "/" + name)
             }
         }
-        try runAsOwner([binDirectory + "/initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust",
-                        "-E", "UTF8", "--no-sync"], log: "initdb.log")
-        try start()
+        // pg_start's defaults (no TCP, no fsync) and these go into postgresql.conf, so a
+        // restart and a standby made from it see them too. A standby's max_connections
+        // must be at least its primary's.
+        var settings = ["port=\(port)", "max_connections=300", "shared_buffers=64MB"]
+        if tls != nil {
+            settings += [
+                "listen_addresses=127.0.0.1", "ssl=on",
+                "ssl_cert_file=\(directory)/server.crt", "ssl_key_file=\(directory)/server.key",
+            ]
+        }
+        try Self.cluster(["start", directory] + settings, log: directory + "/pg_start.log")
         try startWatcher()
         try connect().query("CREATE ROLE \(quoteIdentifier(Self.workerRole)) LOGIN")
     }
@@ -66,23 +71,9 @@ public final class TemporaryPostgres: Sendable {
         try Connection(.init(conninfo: conninfo(database: database), applicationName: "caretaker-tests"))
     }
 
-    /// Starts the server (after `stop()`, for outage tests).
+    /// Starts the server again (after `stop()`, for outage tests).
     public func start() throws {
-        var options = Self.serverOptions(socketDirectory: directory, port: port)
-        if tls != nil {
-            options += " -c listen_addresses=127.0.0.1 -c ssl=on"
-                + " -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key"
-        }
-        try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log",
-                        "-o", options, "-w", "start"], log: "pg_ctl.log")
-    }
-
-    /// A standby's `max_connections` must be at least its primary's: both use these.
-    /// TCP is off (`listen_addresses` empty) unless `start()` adds it for TLS; a later
-    /// `-c` of the same setting wins.
-    private static func serverOptions(socketDirectory: String, port: Int = 5432) -> String {
-        "-k \(socketDirectory) -c port=\(port) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
-            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+        try Self.cluster(["start-existing", directory], log: directory + "/pg_start.log")
     }
 
     // MARK: A streaming standby
@@ -97,11 +88,9 @@ public final class TemporaryPostgres: Sendable {
         let standby = standbyPath
         try standbyLock.withLock { started in
             guard !started else { return }
-            try runAsOwner(["/bin/mkdir", "-p", standby], log: "mkdir.log")
-            try runAsOwner([binDirectory + "/pg_basebackup", "-h", directory, "-p", "\(port)", "-U", "postgres",
-                            "-D", standby + "/data", "-R", "-X", "stream", "-c", "fast", "--no-sync"], log: "pg_basebackup.log")
-            try runAsOwner([binDirectory + "/pg_ctl", "-D", standby + "/data", "-l", standby + "/server.log",
-                            "-o", Self.serverOptions(socketDirectory: standby), "-w", "start"], log: "pg_ctl-standby.log")
+            try Self.cluster(
+                ["start-standby", directory, standby], log: directory + "/pg_start-standby.log",
+                environment: ["PGPORT": "\(port)"])
             started = true
         }
         return standby
@@ -109,7 +98,7 @@ public final class TemporaryPostgres: Sendable {
 
     /// The standby's conninfo for `database`, once the standby has replayed its creation.
     public func standbyConninfo(database: String, timeout: Duration = .seconds(60)) throws -> String {
-        let conninfo = "host=\(try standbyDirectory()) port=5432 user=postgres dbname=\(database)"
+        let conninfo = "host=\(try standbyDirectory()) port=\(port) user=postgres dbname=\(database)"
         let deadline = ContinuousClock.now + timeout
         while true {
             do {
@@ -127,14 +116,21 @@ public final class TemporaryPostgres: Sendable {
 
     /// Stops the server at once (`-m immediate`): what a crash or power loss looks like to clients.
     public func stop() throws {
-        try runAsOwner([binDirectory + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "-w", "stop"], log: "pg_ctl.log")
+        try Self.cluster(["stop", directory, "immediate"], log: directory + "/pg_stop.log")
+        // pg_stop never fails (the scripts clean up with it): see that the server is gone.
+        guard !FileManager.default.fileExists(atPath: directory + "/data/postmaster.pid") else {
+            throw TemporaryPostgresError(message: "pg_ctl stop -m immediate left the server in \(directory) running")
+        }
     }
 
     /// A new, empty database named after the test; `migrated` applies caretaker's migrations first
     /// (copied from a template database, which is much faster than migrating each time).
     public func makeDatabase(_ name: String = #function, migrated: Bool = true) throws -> String {
-        let database = "t\(counter.add(1, ordering: .relaxed).newValue)_" + String(name.lowercased()
-            .map { $0.isLetter || $0.isNumber ? $0 : "_" }.prefix(40))
+        let database =
+            "t\(counter.add(1, ordering: .relaxed).newValue)_"
+            + String(
+                name.lowercased()
+                    .map { $0.isLetter || $0.isNumber ? $0 : "_" }.prefix(40))
         let admin = try connect()
         if migrated {
             try prepareTemplate(admin)
@@ -166,16 +162,6 @@ public final class TemporaryPostgres: Sendable {
 
     // MARK: Process plumbing
 
-    private static func findBinDirectory() throws -> String {
-        let candidates = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        let versions = candidates.compactMap(Int.init).sorted()
-        for version in versions.reversed() {
-            let path = "/usr/lib/postgresql/\(version)/bin"
-            if FileManager.default.isExecutableFile(atPath: path + "/initdb") { return path }
-        }
-        throw TemporaryPostgresError(message: "no PostgreSQL server under /usr/lib/postgresql/*/bin: run scripts/test, which installs it")
-    }
-
     private static var isRoot: Bool { getuid() == 0 }
 
     private static func makeDirectory() throws -> String {
@@ -186,7 +172,8 @@ public final class TemporaryPostgres: Sendable {
         let path = String(cString: made)
         if isRoot {
             guard let owner = getpwnam("postgres") else {
-                throw TemporaryPostgresError(message: "running as root but there is no postgres user to run the server as")
+                throw TemporaryPostgresError(
+                    message: "running as root but there is no postgres user to run the server as")
             }
             chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
         }
@@ -221,26 +208,41 @@ public final class TemporaryPostgres: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    private func runAsOwner(_ arguments: [String], log: String) throws {
-        let logPath = directory + "/" + log
-        let command = Self.isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments : arguments
-        let status = try ChildProcess.run(command, logPath: logPath)
+    /// Runs `scripts/lib/postgres.sh COMMAND ARGUMENTS…` (pg_start, pg_start_standby, …)
+    /// with its output in `log`; throws with that output (which ends with the failing
+    /// tool's log or the server log's last lines) when it fails.
+    private static func cluster(_ arguments: [String], log: String, environment: [String: String] = [:]) throws {
+        let command = ["/bin/bash", try Repository.file("scripts/lib/postgres.sh")] + arguments
+        let status = try ChildProcess.run(command, logPath: log, environment: libraryEnvironment(environment))
         guard status == 0 else {
-            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            let server = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
-            throw TemporaryPostgresError(message: "\(arguments[0]) failed (\(status)): \(output)\n\(server.suffix(2000))")
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw TemporaryPostgresError(
+                message: "scripts/lib/postgres.sh \(arguments.joined(separator: " ")) failed (\(status)): \(output)")
         }
+    }
+
+    /// This process's environment with `extra`, and `runuser` (in /usr/sbin) on PATH.
+    private static func libraryEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = (environment["PATH"].map { $0 + ":" } ?? "") + "/usr/sbin:/usr/bin:/sbin:/bin"
+        environment.merge(extra) { _, new in new }
+        return environment
     }
 
     /// A detached shell that waits for this process to exit, then stops the standby
     /// (if one was started) and the server, and removes the directory.
     private func startWatcher() throws {
-        let pgCtl = (Self.isRoot ? "runuser -u postgres -- " : "") + binDirectory + "/pg_ctl"
-        let stop = "{ [ ! -d \(standbyPath)/data ] || \(pgCtl) -D \(standbyPath)/data -m immediate -w stop; "
-            + "\(pgCtl) -D \(directory)/data -m immediate -w stop; }"
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(directory)"
-        _ = try ChildProcess.spawn(["/bin/sh", "-c", script], newSession: true)
+        let library = shellQuoted(try Repository.file("scripts/lib/postgres.sh"))
+        let stop =
+            "/bin/bash \(library) stop \(standbyPath) immediate; /bin/bash \(library) stop \(directory) immediate"
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop); rm -rf \(directory)"
+        _ = try ChildProcess.spawn(["/bin/sh", "-c", script], environment: Self.libraryEnvironment(), newSession: true)
     }
+}
+
+/// `text` as one word for /bin/sh.
+private func shellQuoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
 }
 
 public struct TemporaryPostgresError: Error, CustomStringConvertible {

@@ -61,15 +61,19 @@ public struct TestDatabase: @unchecked Sendable {
 
     /// Connects as the restricted worker role, as the daemon would in production.
     public func connectAsWorker() throws -> Connection {
-        try Connection(.init(conninfo: TemporaryPostgres.shared.workerConninfo(database: name),
-                             applicationName: "caretaker-tests"))
+        try Connection(
+            .init(
+                conninfo: TemporaryPostgres.shared.workerConninfo(database: name),
+                applicationName: "caretaker-tests"))
     }
 
     /// Runs a job once on a new connection as the restricted worker role, as `caretaker once`
     /// would, and returns the outcome: a grant `RuntimeGrants` lacks fails the job.
     @discardableResult
-    public func run(_ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
-                    mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobRunner.Outcome {
+    public func run(
+        _ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
+        mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil
+    ) throws -> JobRunner.Outcome {
         let configuration = try configuration(extra)
         guard let jobConfiguration = configuration.job(named: job) else {
             throw TemporaryPostgresError(message: "no job \(job)")
@@ -82,8 +86,10 @@ public struct TestDatabase: @unchecked Sendable {
     }
 
     /// Runs a job and returns its stats, failing when it did not succeed.
-    public func runSucceeding(_ job: String, _ extra: String = "", dryRun: Bool = false,
-                              mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil) throws -> JobStats {
+    public func runSucceeding(
+        _ job: String, _ extra: String = "", dryRun: Bool = false,
+        mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil
+    ) throws -> JobStats {
         let outcome = try run(job, extra, dryRun: dryRun, mail: mail, logOutput: logOutput)
         guard case .finished(_, .succeeded, let stats, _) = outcome else {
             throw TemporaryPostgresError(message: "\(job) did not succeed: \(outcome)")

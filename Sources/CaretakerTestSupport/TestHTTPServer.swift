@@ -21,8 +21,9 @@ public final class TestHTTPServer: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let script = directory + "/server.py"
         try pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
-        let pid = try ChildProcess.spawn(["/usr/bin/python3", script, directory, "\(delay.seconds)"],
-                                         logPath: directory + "/server.log")
+        let pid = try ChildProcess.spawn(
+            ["/usr/bin/python3", script, directory, "\(delay.seconds)"],
+            logPath: directory + "/server.log")
         let deadline = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < deadline {
             if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
@@ -32,7 +33,10 @@ public final class TestHTTPServer: Sendable {
         }
         kill(pid, SIGKILL)
         _ = ChildProcess.wait(pid)
-        throw TemporaryPostgresError(message: "the test HTTP server did not start: \((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")")
+        throw TemporaryPostgresError(
+            message:
+                "the test HTTP server did not start: \((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")"
+        )
     }
 
     private init(port: Int, directory: String, pid: pid_t) {
@@ -49,7 +53,8 @@ public final class TestHTTPServer: Sendable {
 
     /// The paths requested so far, oldest first.
     public var paths: [String] {
-        ((try? String(contentsOfFile: directory + "/paths", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOfFile: directory + "/paths", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
     }
 
     /// Polls until `condition` holds on the paths; returns them either way after `timeout`.
@@ -90,7 +95,9 @@ public enum HTTPGet {
         public let body: String
     }
 
-    public static func fetch(port: Int, path: String, method: String = "GET", host: String = "127.0.0.1") throws -> Response {
+    public static func fetch(
+        port: Int, path: String, method: String = "GET", host: String = "127.0.0.1"
+    ) throws -> Response {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TemporaryPostgresError(message: "socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -99,10 +106,16 @@ public enum HTTPGet {
         address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard connected == 0 else { throw TemporaryPostgresError(message: "connect to \(host):\(port): \(String(cString: strerror(errno)))") }
-        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nAccept: text/plain\r\nConnection: close\r\n\r\n".utf8)
+        guard connected == 0 else {
+            throw TemporaryPostgresError(message: "connect to \(host):\(port): \(String(cString: strerror(errno)))")
+        }
+        let request = Array(
+            "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+                .utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -114,7 +127,9 @@ public enum HTTPGet {
             received += buffer[..<count]
         }
         let text = String(decoding: received, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { throw TemporaryPostgresError(message: "no HTTP response: \(text)") }
+        guard let split = text.range(of: "\r\n\r\n") else {
+            throw TemporaryPostgresError(message: "no HTTP response: \(text)")
+        }
         let head = String(text[..<split.lowerBound])
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
         return Response(status: status, headers: head, body: String(text[split.upperBound...]))

@@ -59,7 +59,8 @@ public final class TestPgBouncer: Sendable {
         try configuration.write(toFile: directory + "/pgbouncer.ini", atomically: true, encoding: .utf8)
         try "\"postgres\" \"\"\n".write(toFile: directory + "/userlist.txt", atomically: true, encoding: .utf8)
         let command = ["/usr/sbin/pgbouncer", "--quiet", directory + "/pgbouncer.ini"]
-        let asOwner = getuid() == 0
+        let asOwner =
+            getuid() == 0
             ? ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + command
             : command
         // setpriv execs PgBouncer, so this is PgBouncer's own pid.
@@ -121,7 +122,7 @@ public final class TestPgBouncer: Sendable {
     private var hasExited: Bool {
         pid.withLock { current in
             guard let running = current else { return true }
-            guard waitpid(running, nil, WNOHANG) != 0 else { return false }
+            guard ChildProcess.state(of: running) != .running else { return false }
             current = nil
             return true
         }
@@ -135,7 +136,8 @@ public final class TestPgBouncer: Sendable {
         let path = String(cString: made)
         if getuid() == 0 {
             guard let owner = getpwnam("postgres") else {
-                throw TemporaryPostgresError(message: "running as root but there is no postgres user to run PgBouncer as")
+                throw TemporaryPostgresError(
+                    message: "running as root but there is no postgres user to run PgBouncer as")
             }
             chown(path, owner.pointee.pw_uid, owner.pointee.pw_gid)
         }
@@ -146,7 +148,8 @@ public final class TestPgBouncer: Sendable {
     /// clean exit) and removes the directory once this process is gone; it leaves
     /// by itself when `stop()` and deinit got there first.
     private func startWatcher() throws {
-        let script = "while kill -0 \(getpid()) 2>/dev/null && [ -d \(directory) ]; do sleep 1; done; "
+        let script =
+            "while kill -0 \(getpid()) 2>/dev/null && [ -d \(directory) ]; do sleep 1; done; "
             + "[ -f \(directory)/pgbouncer.pid ] && kill -9 $(cat \(directory)/pgbouncer.pid) 2>/dev/null; rm -rf \(directory)"
         _ = try ChildProcess.spawn(["/bin/sh", "-c", script], newSession: true)
     }

@@ -46,20 +46,23 @@ public final class TestPrometheusServer: Sendable {
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
         let list = targets.map { "'\($0)'" }.joined(separator: ", ")
         try """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            scrape_configs:
-              - job_name: caretaker
-                # caretaker's series carry their own `job` label (the caretaker job's name).
-                honor_labels: true
-                static_configs:
-                  - targets: [\(list)]
-            """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+        global:
+          scrape_interval: 1s
+          evaluation_interval: 1s
+        scrape_configs:
+          - job_name: caretaker
+            # caretaker's series carry their own `job` label (the caretaker job's name).
+            honor_labels: true
+            static_configs:
+              - targets: [\(list)]
+        """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
         port = try TemporaryPostgres.freePort()
-        pid = try ChildProcess.spawn(["/usr/bin/prometheus", "--config.file=\(directory)/prometheus.yml",
-                                      "--storage.tsdb.path=\(directory)/data", "--web.listen-address=127.0.0.1:\(port)"],
-                                     logPath: directory + "/prometheus.log")
+        pid = try ChildProcess.spawn(
+            [
+                "/usr/bin/prometheus", "--config.file=\(directory)/prometheus.yml",
+                "--storage.tsdb.path=\(directory)/data", "--web.listen-address=127.0.0.1:\(port)",
+            ],
+            logPath: directory + "/prometheus.log")
     }
 
     deinit {
@@ -72,9 +75,11 @@ public final class TestPrometheusServer: Sendable {
 
     /// The instant vector's values of `query` (PromQL, URL-safe), by instance label; empty while not ready.
     public func query(_ query: String) -> [String: String] {
-        guard let response = try? HTTPGet.fetch(port: port, path: "/api/v1/query?query=\(query)"), response.status == 200,
-              let json = try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any],
-              let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]] else { return [:] }
+        guard let response = try? HTTPGet.fetch(port: port, path: "/api/v1/query?query=\(query)"),
+            response.status == 200,
+            let json = try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any],
+            let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]]
+        else { return [:] }
         var values: [String: String] = [:]
         for sample in result {
             let instance = (sample["metric"] as? [String: String])?["instance"] ?? ""

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,8 +61,9 @@ public struct TestSMTPServerError: Error, CustomStringConvertible {
 }
 
 /// A real SMTP server for tests: Debian's `/usr/bin/python3` running aiosmtpd on
-/// 127.0.0.1 on a free port, saving each received message as a JSON file in a
-/// temporary directory.
+/// 127.0.0.1 on a free port (`scripts/lib/smtp_server.py`, the server the soak and the
+/// benchmark run too), saving each received message as a JSON file in a temporary
+/// directory.
 ///
 /// It can refuse every MAIL FROM, RCPT TO or DATA with a given reply code, and
 /// can require AUTH with a user name and password. `stop()` (or deinit) kills it;
@@ -103,7 +105,7 @@ public final class TestSMTPServer: Sendable {
     public let url: String
     /// The port the server listens on.
     public let port: Int
-    /// The temporary directory holding the script, its log and received messages.
+    /// The temporary directory holding the server's log and the received messages.
     public let directory: String
 
     private struct Child: Sendable {
@@ -131,11 +133,11 @@ public final class TestSMTPServer: Sendable {
         let directory = try makeTemporaryDirectory()
         let messages = directory + "/messages"
         try FileManager.default.createDirectory(atPath: messages, withIntermediateDirectories: false)
-        let script = directory + "/smtp_server.py"
-        try pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
-        let config = try configJSON(options, messages: messages)
+        let script = try Repository.file("scripts/lib/smtp_server.py")
         let scheme = if case .implicit = options.tls { "smtps" } else { "smtp" }
-        let (pid, stdinFD, stdoutFD) = try spawn(["/usr/bin/python3", script, config], stderrPath: directory + "/server.log")
+        let arguments =
+            ["/usr/bin/python3", script, "--messages", messages, "--until-stdin-closes"] + serverArguments(options)
+        let (pid, stdinFD, stdoutFD) = try spawn(arguments, stderrPath: directory + "/server.log")
         defer { close(stdoutFD) }
         do {
             let port = try readReadyPort(stdoutFD, timeout: .seconds(15))
@@ -144,7 +146,7 @@ public final class TestSMTPServer: Sendable {
                 child: Child(pid: pid, stdinFD: stdinFD))
         } catch {
             kill(pid, SIGKILL)
-            reap(pid)
+            _ = ChildProcess.wait(pid)
             close(stdinFD)
             let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(atPath: directory)
@@ -189,15 +191,10 @@ public final class TestSMTPServer: Sendable {
         guard let running else { return }
         close(running.stdinFD)
         kill(running.pid, SIGKILL)
-        Self.reap(running.pid)
+        _ = ChildProcess.wait(running.pid)
     }
 
     // MARK: - Starting the process
-
-    private static func reap(_ pid: pid_t) {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    }
 
     private static func makeTemporaryDirectory() throws -> String {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
@@ -208,24 +205,22 @@ public final class TestSMTPServer: Sendable {
         return String(cString: result)
     }
 
-    private static func configJSON(_ options: Options, messages: String) throws -> String {
-        var config: [String: Any] = ["directory": messages]
-        if let code = options.rejectSenderCode { config["reject_mail"] = code }
-        if let code = options.rejectRecipientCode { config["reject_rcpt"] = code }
-        if let code = options.rejectDataCode { config["reject_data"] = code }
-        if let login = options.requiredLogin {
-            config["auth"] = ["username": login.username, "password": login.password]
-        }
+    /// The server's options for `options` (see `scripts/lib/smtp_server.py`).
+    private static func serverArguments(_ options: Options) -> [String] {
+        var arguments: [String] = []
+        if let code = options.rejectSenderCode { arguments += ["--reject", "mail=\(code)"] }
+        if let code = options.rejectRecipientCode { arguments += ["--reject", "rcpt=\(code)"] }
+        if let code = options.rejectDataCode { arguments += ["--reject", "data=\(code)"] }
+        if let login = options.requiredLogin { arguments += ["--auth", login.username, login.password] }
         switch options.tls {
         case .starttls(let ca):
-            config["tls"] = ["mode": "starttls", "cert": ca.serverCertificate, "key": ca.serverKey]
+            arguments += ["--tls", "starttls", "--cert", ca.serverCertificate, "--key", ca.serverKey]
         case .implicit(let ca):
-            config["tls"] = ["mode": "implicit", "cert": ca.serverCertificate, "key": ca.serverKey]
+            arguments += ["--tls", "implicit", "--cert", ca.serverCertificate, "--key", ca.serverKey]
         case nil:
             break
         }
-        let data = try JSONSerialization.data(withJSONObject: config)
-        return String(decoding: data, as: UTF8.self)
+        return arguments
     }
 
     /// posix_spawn with stdin and stdout on pipes (the parent's ends close on
@@ -260,7 +255,8 @@ public final class TestSMTPServer: Sendable {
         guard result == 0 else {
             close(stdinPipe[1])
             close(stdoutPipe[0])
-            throw TestSMTPServerError(description: "could not start \(arguments[0]): \(String(cString: strerror(result)))")
+            throw TestSMTPServerError(
+                description: "could not start \(arguments[0]): \(String(cString: strerror(result)))")
         }
         return (pid, stdinPipe[1], stdoutPipe[0])
     }
@@ -276,7 +272,8 @@ public final class TestSMTPServer: Sendable {
                 throw TestSMTPServerError(description: "server did not say ready within \(timeout)")
             }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds =
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if poll(&poller, 1, Int32(max(1, milliseconds))) <= 0 { continue }
             var byte: UInt8 = 0
             let count = read(fd, &byte, 1)
@@ -294,89 +291,4 @@ public final class TestSMTPServer: Sendable {
             if text.hasPrefix("ready "), let port = Int(text.dropFirst(6)) { return port }
         }
     }
-
-    /// The aiosmtpd server, written into the temporary directory at start so
-    /// nothing has to be installed beside the test binary.
-    private static let pythonScript = #"""
-# caretaker test SMTP server: aiosmtpd on 127.0.0.1, one JSON file per message.
-import asyncio, json, os, socket, ssl, sys
-from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
-
-config = json.loads(sys.argv[1])
-directory = config["directory"]
-counter = 0
-
-
-class Handler:
-    async def handle_MAIL(self, server, session, envelope, address, options):
-        if config.get("reject_mail"):
-            return "%d sender refused by test server" % config["reject_mail"]
-        envelope.mail_from = address
-        envelope.mail_options.extend(options)
-        return "250 OK"
-
-    async def handle_RCPT(self, server, session, envelope, address, options):
-        if config.get("reject_rcpt"):
-            return "%d recipient refused by test server" % config["reject_rcpt"]
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server, session, envelope):
-        global counter
-        if config.get("reject_data"):
-            return "%d message refused by test server" % config["reject_data"]
-        counter += 1
-        record = {
-            "mail_from": envelope.mail_from,
-            "rcpt_tos": envelope.rcpt_tos,
-            "login": session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else None,
-            "data": envelope.original_content.decode("utf-8", "replace"),
-            "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
-        }
-        name = os.path.join(directory, "%06d.json" % counter)
-        with open(name + ".tmp", "w") as f:
-            json.dump(record, f)
-        os.rename(name + ".tmp", name)  # readers never see half a file
-        return "250 OK queued"
-
-
-def authenticator(server, session, envelope, mechanism, auth_data):
-    auth = config.get("auth")
-    ok = (isinstance(auth_data, LoginPassword) and auth is not None
-          and auth_data.login.decode() == auth["username"]
-          and auth_data.password.decode() == auth["password"])
-    return AuthResult(success=ok, handled=False, auth_data=auth_data)
-
-
-async def main():
-    loop = asyncio.get_running_loop()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    auth = config.get("auth")
-    tls = config.get("tls")
-    context = None
-    if tls:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(tls["cert"], tls["key"])
-    starttls = bool(tls) and tls["mode"] == "starttls"
-    factory = lambda: SMTP(
-        Handler(), hostname="caretaker-test", decode_data=False,
-        authenticator=authenticator if auth else None,
-        auth_required=bool(auth), auth_require_tls=False,
-        tls_context=context if starttls else None, require_starttls=starttls,
-    )
-    implicit = context if tls and not starttls else None
-    server = await loop.create_server(factory, sock=sock, ssl=implicit)
-    stopped = loop.create_future()
-    # The parent holds our stdin open; EOF means it is gone, so we go too.
-    loop.add_reader(sys.stdin.fileno(), lambda: stopped.done() or (os.read(sys.stdin.fileno(), 1024) or stopped.set_result(None)))
-    print("ready %d" % sock.getsockname()[1], flush=True)
-    async with server:
-        await stopped
-
-
-asyncio.run(main())
-"""#
 }

@@ -8,7 +8,8 @@ extension StringProtocol {
     /// by default whitespace and newlines (as `trimmingCharacters(in: .whitespacesAndNewlines)`).
     public func trimmed(where isTrimmed: (Character) -> Bool = { $0.isWhitespace }) -> String {
         guard let first = firstIndex(where: { !isTrimmed($0) }),
-              let last = lastIndex(where: { !isTrimmed($0) }) else { return "" }
+            let last = lastIndex(where: { !isTrimmed($0) })
+        else { return "" }
         return String(self[first...last])
     }
 

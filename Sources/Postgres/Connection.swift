@@ -29,8 +29,10 @@ public final class Connection: @unchecked Sendable {
         /// A password read from a file or credential; `nil` leaves it to libpq (`.pgpass`, `PGPASSWORD`).
         public var password: String?
 
-        public init(conninfo: String, applicationName: String = "caretaker",
-                    connectTimeout: Duration = .seconds(10), password: String? = nil) {
+        public init(
+            conninfo: String, applicationName: String = "caretaker",
+            connectTimeout: Duration = .seconds(10), password: String? = nil
+        ) {
             self.conninfo = conninfo
             self.applicationName = applicationName
             self.connectTimeout = connectTimeout
@@ -83,7 +85,8 @@ public final class Connection: @unchecked Sendable {
         if let found = ConninfoSecrets.values(in: configuration.conninfo) {
             secrets += found
         } else {
-            result = ConninfoSecrets.withoutQuotedText(result)
+            // What libpq quotes back from a conninfo it cannot parse may hold a password.
+            result = ServerText.hidingQuotedText(result, with: "***")
         }
         for secret in Set(secrets).filter({ !$0.isEmpty }).sorted(by: { $0.utf8.count > $1.utf8.count }) {
             result = result.replacing(secret, with: "***")
@@ -117,7 +120,7 @@ public final class Connection: @unchecked Sendable {
         let result = withOptionalCStringArray(texts) { pointers in
             PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
         }
-        return try consume(result)
+        return try consume(result, statement: sql)
     }
 
     /// Variadic form of `query(_:_:)`.
@@ -141,10 +144,13 @@ public final class Connection: @unchecked Sendable {
             if PQisBusy(handle) == 0 { break }
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
-                throw PostgresError(kind: .connection, message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
+                throw PostgresError(
+                    kind: .connection,
+                    message: "no answer from the server within \(Self.wholeSecondsRoundingUp(timeout)) s")
             }
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds =
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if poll(&descriptor, 1, Int32(clamping: max(1, milliseconds))) < 0 && errno != EINTR {
                 throw PostgresError(kind: .connection, message: "poll failed while waiting for the server")
             }
@@ -152,7 +158,7 @@ public final class Connection: @unchecked Sendable {
         let result = PQgetResult(handle)
         // A single statement ends with one NULL result; drain it so the connection is idle again.
         while let extra = PQgetResult(handle) { PQclear(extra) }
-        return try consume(result)
+        return try consume(result, statement: sql)
     }
 
     /// One statement of a `pipeline`: SQL with `$1…$n` and their values.
@@ -201,7 +207,8 @@ public final class Connection: @unchecked Sendable {
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
-                firstError = firstError ?? error(from: result)
+                firstError =
+                    firstError ?? error(from: result, statement: statements[min(index, statements.count - 1)].sql)
             }
         }
         guard PQexitPipelineMode(handle) == 1 else { throw connectionError() }
@@ -217,7 +224,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs a script of several statements without parameters (migrations, `SET`).
     public func execute(script: String) throws(PostgresError) {
-        _ = try consume(PQexec(handle, script))
+        _ = try consume(PQexec(handle, script), statement: script)
     }
 
     /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
@@ -256,8 +263,9 @@ public final class Connection: @unchecked Sendable {
         var pending = try drainNotifications()
         if !pending.isEmpty { return pending }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000
-            + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000
+                + timeout.components.attoseconds / 1_000_000_000_000_000)
         let ready = poll(&descriptor, 1, milliseconds)
         if ready < 0 && errno != EINTR {
             throw PostgresError(kind: .connection, message: "poll failed on the listening connection")
@@ -273,10 +281,11 @@ public final class Connection: @unchecked Sendable {
         var received: [Notification] = []
         while let notify = PQnotifies(handle) {
             let message = notify.pointee
-            received.append(Notification(
-                channel: String(cString: message.relname),
-                payload: String(cString: message.extra),
-                senderPID: message.be_pid))
+            received.append(
+                Notification(
+                    channel: String(cString: message.relname),
+                    payload: String(cString: message.extra),
+                    senderPID: message.be_pid))
             PQfreemem(notify)
         }
         return received
@@ -284,7 +293,8 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Results
 
-    private func consume(_ result: OpaquePointer?) throws(PostgresError) -> QueryResult {
+    /// The rows of `result`, or the error it carries, labelled with `statement`'s first line.
+    private func consume(_ result: OpaquePointer?, statement: String) throws(PostgresError) -> QueryResult {
         guard let result else {
             throw PostgresError(kind: .connection, message: Self.trimmed(PQerrorMessage(handle)))
         }
@@ -293,15 +303,17 @@ public final class Connection: @unchecked Sendable {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             return Self.read(result)
         default:
-            throw error(from: result)
+            throw error(from: result, statement: statement)
         }
     }
 
-    private func error(from result: OpaquePointer) -> PostgresError {
-        let sqlState = field(result, "C")
-        let primary = field(result, "M") ?? Self.trimmed(PQresultErrorMessage(result))
-        let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
-        return PostgresError(kind: kind, sqlState: sqlState, message: primary, constraint: field(result, "n"))
+    private func error(from result: OpaquePointer, statement: String) -> PostgresError {
+        PostgresError.fromServer(
+            kind: PQstatus(handle) == CONNECTION_OK ? .query : .connection,
+            fallbackMessage: Self.trimmed(PQresultErrorMessage(result)), statement: statement
+        ) {
+            field(result, $0)
+        }
     }
 
     private func field(_ result: OpaquePointer, _ code: Character) -> String? {
@@ -371,27 +383,12 @@ enum ConninfoSecrets {
         var option = options
         while option.pointee.keyword != nil {
             if let display = option.pointee.dispchar, display.pointee == CChar(UInt8(ascii: "*")),
-               let value = option.pointee.val {
+                let value = option.pointee.val
+            {
                 found.append(String(cString: value))
             }
             option += 1
         }
         return found
-    }
-
-    /// `message` with every double-quoted part replaced by `"***"`: what libpq
-    /// quotes back from a conninfo it cannot parse may hold a password.
-    static func withoutQuotedText(_ message: String) -> String {
-        var result = ""
-        var inQuote = false
-        for character in message {
-            if character == "\"" {
-                result.append(inQuote ? "***\"" : "\"")
-                inQuote.toggle()
-            } else if !inQuote {
-                result.append(character)
-            }
-        }
-        return inQuote ? result + "***" : result
     }
 }

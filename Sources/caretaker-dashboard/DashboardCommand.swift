@@ -1,12 +1,13 @@
 import ArgumentParser
 import CaretakerCore
+import CaretakerDashboard
+import Logging
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CaretakerDashboard
-import Logging
 
 /// `caretaker-dashboard` (also run as `caretaker dashboard`): the read-only web dashboard.
 ///
@@ -73,9 +74,11 @@ struct DashboardCommand: AsyncParsableCommand {
         let app = server.application(address: address, logger: logger) { port in
             var bound = address
             bound.port = port
-            logger.notice("dashboard listening", metadata: [
-                "url": "http://\(bound)/", "auth": "\(credentials == nil ? "none" : "basic")",
-            ])
+            logger.notice(
+                "dashboard listening",
+                metadata: [
+                    "url": "http://\(bound)/", "auth": "\(credentials == nil ? "none" : "basic")",
+                ])
         }
         do {
             try await app.runService()
@@ -87,11 +90,13 @@ struct DashboardCommand: AsyncParsableCommand {
     /// `[dashboard]`'s credentials, or nil when no username is set.
     static func credentials(_ options: DashboardOptions) throws -> BasicCredentials? {
         guard !options.username.isEmpty else { return nil }
-        let password = try Secrets.read(file: options.passwordFile, credential: DashboardOptions.passwordCredential,
-                                        environment: ProcessInfo.processInfo.environment, purpose: "dashboard.password_file")
+        let password = try Secrets.read(
+            file: options.passwordFile, credential: DashboardOptions.passwordCredential,
+            environment: ProcessInfo.processInfo.environment, purpose: "dashboard.password_file")
         guard let password, !password.isEmpty else {
-            throw MissingPassword(description: "dashboard.username is set but there is no password: set dashboard.password_file "
-                + "or the systemd credential \(DashboardOptions.passwordCredential)")
+            throw MissingPassword(
+                description: "dashboard.username is set but there is no password: set dashboard.password_file "
+                    + "or the systemd credential \(DashboardOptions.passwordCredential)")
         }
         return BasicCredentials(username: options.username, password: password)
     }

@@ -7,5 +7,7 @@ struct Caretaker: ParsableCommand {
         commandName: "caretaker",
         abstract: "Maintenance worker for a community app on PostgreSQL.",
         version: caretakerVersion,
-        subcommands: [Run.self, Once.self, Jobs.self, History.self, Migrate.self, Check.self, Status.self, Dashboard.self])
+        subcommands: [
+            Run.self, Once.self, Jobs.self, History.self, Migrate.self, Check.self, Status.self, Dashboard.self,
+        ])
 }

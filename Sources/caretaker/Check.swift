@@ -7,7 +7,9 @@ extension Caretaker {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check configuration, database, schema and job health (a monitoring probe).",
-            discussion: "Exit status: 0 healthy, 1 a problem was found (each is named), 69 database unavailable, 78 bad configuration.")
+            discussion:
+                "Exit status: 0 healthy, 1 a problem was found (each is named), 69 database unavailable, 78 bad configuration."
+        )
 
         @OptionGroup var common: CommonOptions
 
@@ -28,10 +30,13 @@ extension Caretaker {
                 var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
                 let connector = try common.connector(configuration)
                 let connection = try common.connect(connector)
-                findings.append(Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
+                findings.append(
+                    Finding(check: "database", ok: true, detail: "connected (backend \(connection.backendPID))"))
                 if try DatabaseRole.isStandby(connection) {
-                    findings.append(Finding(check: "database role", ok: false,
-                                            detail: "\(DatabaseRole.standbyMessage): \(DatabaseRole.standbyAdvice)"))
+                    findings.append(
+                        Finding(
+                            check: "database role", ok: false,
+                            detail: "\(DatabaseRole.standbyMessage): \(DatabaseRole.standbyAdvice)"))
                 }
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 findings.append(Finding(check: "session pooling", ok: pooler.keepsOwnSessions, detail: "\(pooler)"))
@@ -55,23 +60,34 @@ extension Caretaker {
             let pending = try migrator.pending(on: connection)
             var findings: [Finding] = []
             if pending.isEmpty {
-                findings.append(Finding(check: "schema version", ok: true, detail: "\(Migration.all.last?.version ?? 0) (up to date)"))
+                findings.append(
+                    Finding(
+                        check: "schema version", ok: true, detail: "\(Migration.all.last?.version ?? 0) (up to date)"))
             } else {
-                findings.append(Finding(check: "schema version", ok: false,
-                                        detail: "\(pending.count) migration(s) pending: run `caretaker migrate`"))
+                findings.append(
+                    Finding(
+                        check: "schema version", ok: false,
+                        detail: "\(pending.count) migration(s) pending: run `caretaker migrate`"))
                 return findings
             }
-            let problems = try SchemaCheck.problems(connection, appSchema: configuration.database.appSchema)
-            if problems.isEmpty {
+            let enabled = Set(configuration.jobs.filter(\.enabled).compactMap(\.builtIn))
+            let schema = try SchemaCheck.check(
+                connection, appSchema: configuration.database.appSchema, enabled: enabled)
+            if schema.problems.isEmpty {
                 findings.append(Finding(check: "app schema", ok: true, detail: "every required column present"))
             }
-            findings += problems.map { Finding(check: "app schema", ok: false, detail: $0) }
+            findings += schema.problems.map { Finding(check: "app schema", ok: false, detail: $0) }
+            findings += schema.warnings.map { Finding(check: "app schema", ok: true, detail: $0, warning: true) }
             return findings
         }
 
         static func table(_ findings: [Finding]) -> String {
             var table = TextTable(["CHECK", "RESULT", "DETAIL"])
-            for finding in findings { table.append([finding.check, finding.warning ? "WARNING" : finding.ok ? "ok" : "PROBLEM", finding.detail]) }
+            for finding in findings {
+                table.append([
+                    finding.check, finding.warning ? "WARNING" : finding.ok ? "ok" : "PROBLEM", finding.detail,
+                ])
+            }
             return table.render()
         }
 
@@ -80,7 +96,8 @@ extension Caretaker {
                 "  {\"check\": \(jsonString($0.check)), \"ok\": \($0.ok), \"detail\": \(jsonString($0.detail))"
                     + ($0.warning ? ", \"warning\": true}" : "}")
             }
-            return "{\"healthy\": \(findings.allSatisfy(\.ok)), \"checks\": [\n" + items.joined(separator: ",\n") + "\n]}"
+            return "{\"healthy\": \(findings.allSatisfy(\.ok)), \"checks\": [\n" + items.joined(separator: ",\n")
+                + "\n]}"
         }
     }
 }

@@ -54,8 +54,10 @@ struct CommonOptions: ParsableArguments {
     /// Exits 69 when the database is a standby: `command` writes.
     func requirePrimary(_ connection: Connection, for command: String) throws {
         guard try DatabaseRole.isStandby(connection) else { return }
-        throw Failure(.databaseUnavailable,
-                      "database unavailable: \(DatabaseRole.standbyMessage); `\(command)` needs the primary: \(DatabaseRole.standbyAdvice)")
+        throw Failure(
+            .databaseUnavailable,
+            "database unavailable: \(DatabaseRole.standbyMessage); `\(command)` needs the primary: \(DatabaseRole.standbyAdvice)"
+        )
     }
 
     /// Says on stderr when the database is a standby: what a read-only command shows may lag the primary.

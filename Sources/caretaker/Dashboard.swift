@@ -1,5 +1,6 @@
 import ArgumentParser
 import CaretakerCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -44,8 +45,9 @@ extension Caretaker {
             let pointers = arguments.map { strdup($0) } + [nil]
             execv(binary, pointers)
             let reason = SystemError.message(errno)
-            printError("cannot run \(binary): \(reason) — the dashboard is a separate binary, installed beside caretaker "
-                + "(build it with `swift build --product caretaker-dashboard`)")
+            printError(
+                "cannot run \(binary): \(reason) — the dashboard is a separate binary, installed beside caretaker "
+                    + "(build it with `swift build --product caretaker-dashboard`)")
             throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
         }
 
@@ -55,7 +57,8 @@ extension Caretaker {
             let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
             guard length > 0 else { return "caretaker-dashboard" }
             let path = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+                separator: "/")
             return directory + "/caretaker-dashboard"
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -27,7 +28,9 @@ extension Caretaker {
 
         func validate() throws {
             if let status, RunStatus(rawValue: status) == nil {
-                throw ValidationError("unknown status \"\(status)\"; valid: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ValidationError(
+                    "unknown status \"\(status)\"; valid: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             if limit < 1 { throw ValidationError("--limit must be at least 1") }
         }
@@ -36,11 +39,12 @@ extension Caretaker {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 if let job, configuration.job(named: job) == nil {
-                    throw ValidationError("unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                    throw ValidationError(
+                        "unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
                 }
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
-                let records = try RunRecord.recent(connection, .init(job: job, status: status, limit: limit))
+                let records = try RunStore(connection).recent(.init(job: job, status: status, limit: limit))
                 print(json ? Self.json(records) : Self.table(records))
                 return .ok
             }
@@ -52,7 +56,8 @@ extension Caretaker {
                 table.append([
                     "\(record.id)", record.job, record.status + (record.dryRun ? " (dry run)" : ""), record.trigger,
                     record.startedAt, record.durationMilliseconds.map { "\($0)ms" } ?? "-",
-                    compactStats(record.stats), record.error ?? ""])
+                    compactStats(record.stats), record.error ?? "",
+                ])
             }
             return table.render()
         }

@@ -1,11 +1,12 @@
 import ArgumentParser
 import CaretakerCore
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 extension Caretaker {
     /// `caretaker jobs`: each job's schedule, time zone, next run and last run.
@@ -23,21 +24,22 @@ extension Caretaker {
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
                 let now = try DatabaseClock.now(connection)
+                let store = RunStore(connection)
                 var table = TextTable(["JOB", "ENABLED", "SCHEDULE", "TIMEZONE", "NEXT RUN (UTC)", "LAST RUN"])
                 var items: [String] = []
                 for job in configuration.jobs {
                     let next = job.enabled ? job.schedule.nextDate(after: now).map(Self.format) ?? "never" : "-"
-                    let last = try connection.query("""
-                        SELECT status, to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started
-                        FROM caretaker.job_runs WHERE job = $1 ORDER BY started_at DESC, id DESC LIMIT 1
-                        """, job.name).first
-                    let lastText = last.map { "\($0["status"] ?? "") at \($0["started"] ?? "")" } ?? "never"
-                    table.append([job.name, job.enabled ? "yes" : "no", job.schedule.text,
-                                  job.timeZoneName, next, lastText])
-                    items.append("  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
-                        + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.timeZoneName)), "
-                        + "\"next_run\": \(jsonString(next)), \"last_status\": \(last?["status"].map(jsonString) ?? "null"), "
-                        + "\"last_started_at\": \(last?["started"].map(jsonString) ?? "null")}")
+                    let last = try store.latestStart(job: job.name)
+                    let lastText = last.map { "\($0.status) at \($0.startedAt)" } ?? "never"
+                    table.append([
+                        job.name, job.enabled ? "yes" : "no", job.schedule.text,
+                        job.timeZoneName, next, lastText,
+                    ])
+                    items.append(
+                        "  {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), "
+                            + "\"schedule\": \(jsonString(job.schedule.text)), \"timezone\": \(jsonString(job.timeZoneName)), "
+                            + "\"next_run\": \(jsonString(next)), \"last_status\": \(last.map { jsonString($0.status) } ?? "null"), "
+                            + "\"last_started_at\": \(last.map { jsonString($0.startedAt) } ?? "null")}")
                 }
                 print(json ? "[\n" + items.joined(separator: ",\n") + "\n]" : table.render())
                 return .ok

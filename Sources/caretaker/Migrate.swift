@@ -18,9 +18,11 @@ extension Caretaker {
         @Flag(help: "List the migrations that would be applied; change nothing.")
         var dryRun = false
 
-        @Option(name: .customLong("grant"), help: ArgumentHelp(
-            "Afterwards, grant ROLE what the enabled jobs need, and nothing else (with --dry-run: print the SQL).",
-            valueName: "ROLE"))
+        @Option(
+            name: .customLong("grant"),
+            help: ArgumentHelp(
+                "Afterwards, grant ROLE what the enabled jobs need, and nothing else (with --dry-run: print the SQL).",
+                valueName: "ROLE"))
         var grantee: String?
 
         func run() throws {
@@ -55,7 +57,9 @@ extension Caretaker {
             } catch let error as GrantError {
                 throw Failure(.usage, error.description)
             }
-            let scope = grants.jobs.isEmpty ? "on caretaker's tables (no built-in job is enabled)"
+            let scope =
+                grants.jobs.isEmpty
+                ? "on caretaker's tables (no built-in job is enabled)"
                 : "for " + grants.jobs.joined(separator: ", ")
             print("granted \(role) its rights \(scope); operator SQL jobs need grants of their own")
         }

@@ -1,13 +1,16 @@
 import ArgumentParser
 import CaretakerCore
 import Logging
+import Postgres
 
 extension Caretaker {
     /// `caretaker once JOB... | --all [--dry-run]`
     struct Once: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run jobs once now, record them in caretaker.job_runs, then exit.",
-            discussion: "Exit status: 0 all succeeded, 1 a job failed, 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration.")
+            discussion:
+                "Exit status: 0 all succeeded, 1 a job failed, 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration."
+        )
 
         @OptionGroup var common: CommonOptions
 
@@ -42,9 +45,10 @@ extension Caretaker {
                     throw Failure(.configuration, "configuration error: \(error)")
                 }
                 defer { monitor.stop() }
-                let runner = JobRunner(configuration: configuration,
-                                       mail: try MailSetup.transport(for: selected, configuration: configuration),
-                                       logger: logger, observer: monitor)
+                let runner = JobRunner(
+                    configuration: configuration,
+                    mail: try MailSetup.transport(for: selected, configuration: configuration),
+                    logger: logger, observer: monitor)
                 return try runAll(selected, runner: runner, connection: connection)
             }
         }
@@ -53,20 +57,26 @@ extension Caretaker {
             if all { return configuration.jobs.filter(\.enabled) }
             return try jobs.map { name in
                 guard let job = configuration.job(named: name) else {
-                    throw ValidationError("unknown job \"\(name)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                    throw ValidationError(
+                        "unknown job \"\(name)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
                 }
                 return job
             }
         }
 
-        private func runAll(_ selected: [JobConfiguration], runner: JobRunner, connection: Postgres.Connection) throws -> ExitStatus {
+        private func runAll(
+            _ selected: [JobConfiguration], runner: JobRunner, connection: Postgres.Connection
+        ) throws -> ExitStatus {
             var table = TextTable(["JOB", "STATUS", "RUN", "STATS", "ERROR"])
             var status = ExitStatus.ok
             for job in selected {
                 let request = JobRunner.Request(job: job, trigger: .manual, dryRun: dryRun)
                 switch try runner.run(request, on: connection) {
                 case .finished(let runID, let runStatus, let stats, let error):
-                    table.append([job.name, runStatus.rawValue + (dryRun ? " (dry run)" : ""), "\(runID)", stats.description, error ?? ""])
+                    table.append([
+                        job.name, runStatus.rawValue + (dryRun ? " (dry run)" : ""), "\(runID)", stats.description,
+                        error ?? "",
+                    ])
                     if runStatus != .succeeded { status = .jobFailed }
                 case .busy, .skipped, .alreadyClaimed:
                     table.append([job.name, "busy", "-", "", "another instance is running this job right now"])
@@ -78,5 +88,3 @@ extension Caretaker {
         }
     }
 }
-
-import Postgres

@@ -7,7 +7,9 @@ extension Caretaker {
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run the scheduler as a long-running service (systemd Type=notify).",
-            discussion: "Waits for the database while it is unreachable; exits 78 behind a pooler in transaction or statement mode. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml.")
+            discussion:
+                "Waits for the database while it is unreachable; exits 78 behind a pooler in transaction or statement mode. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml."
+        )
 
         @OptionGroup var common: CommonOptions
 
@@ -19,8 +21,9 @@ extension Caretaker {
                 let configuration = try common.loadConfiguration(lowFootprint: lowFootprint ? true : nil)
                 let daemon: Daemon
                 do {
-                    daemon = try Daemon(configurationPath: configuration.file, lowFootprint: lowFootprint,
-                                        configuration: configuration, logger: Logger(label: "caretaker"))
+                    daemon = try Daemon(
+                        configurationPath: configuration.file, lowFootprint: lowFootprint,
+                        configuration: configuration, logger: Logger(label: "caretaker"))
                 } catch {
                     throw Failure(.configuration, "configuration error: \(error)")
                 }

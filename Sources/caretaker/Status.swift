@@ -1,5 +1,6 @@
 import ArgumentParser
 import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -11,7 +12,9 @@ extension Caretaker {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show each job's health, last run, next slot and what is running where; the database and schema.",
-            discussion: "Exit status: 0 shown (healthy or not: `check` is the probe), 69 database unavailable, 78 bad configuration.")
+            discussion:
+                "Exit status: 0 shown (healthy or not: `check` is the probe), 69 database unavailable, 78 bad configuration."
+        )
 
         @OptionGroup var common: CommonOptions
 
@@ -41,7 +44,9 @@ extension Caretaker {
                 "       Now: \(Jobs.format(report.now)) (database clock)",
                 "",
             ]
-            var table = TextTable(["JOB", "HEALTH", "LAST RUN", "AGE", "DURATION", "COUNTERS", "NEXT SLOT (UTC)", "RUNNING NOW"])
+            var table = TextTable([
+                "JOB", "HEALTH", "LAST RUN", "AGE", "DURATION", "COUNTERS", "NEXT SLOT (UTC)", "RUNNING NOW",
+            ])
             for job in report.jobs {
                 let last = job.lastRun
                 table.append([
@@ -66,37 +71,46 @@ extension Caretaker {
 
         static func schemaText(_ schema: StatusReport.Schema) -> String {
             if schema.version == 0 { return "not migrated: run `caretaker migrate`" }
-            if schema.pending > 0 { return "version \(schema.version), \(schema.pending) migration(s) pending: run `caretaker migrate`" }
+            if schema.pending > 0 {
+                return "version \(schema.version), \(schema.pending) migration(s) pending: run `caretaker migrate`"
+            }
             return "version \(schema.version) (up to date)"
         }
 
         static func runningText(_ run: StatusReport.Running) -> String {
-            "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(run.forSeconds))" + (run.alive ? "" : " (its process is gone)")
+            "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(run.forSeconds))"
+                + (run.alive ? "" : " (its process is gone)")
         }
 
         static func json(_ report: StatusReport) -> String {
             func string(_ value: String?) -> String { value.map(jsonString) ?? "null" }
             let jobs = report.jobs.map { job -> String in
-                let last = job.lastRun.map { run in
-                    "{\"id\": \(run.id), \"status\": \(jsonString(run.status)), \"trigger\": \(jsonString(run.trigger)), "
-                        + "\"started_at\": \(jsonString(run.startedAt)), \"age_seconds\": \(Int(run.ageSeconds)), "
-                        + "\"duration_ms\": \(run.durationMilliseconds.map(String.init) ?? "null"), \"stats\": \(run.stats), "
-                        + "\"error\": \(string(run.error)), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid)}"
-                } ?? "null"
+                let last =
+                    job.lastRun.map { run in
+                        "{\"id\": \(run.id), \"status\": \(jsonString(run.status)), \"trigger\": \(jsonString(run.trigger)), "
+                            + "\"started_at\": \(jsonString(run.startedAt)), \"age_seconds\": \(Int(run.ageSeconds)), "
+                            + "\"duration_ms\": \(run.durationMilliseconds.map(String.init) ?? "null"), \"stats\": \(run.stats), "
+                            + "\"error\": \(string(run.error)), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid)}"
+                    } ?? "null"
                 let running = job.running.map { run in
                     "{\"id\": \(run.id), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid), "
                         + "\"started_at\": \(jsonString(run.startedAt)), \"running_seconds\": \(Int(run.forSeconds)), \"alive\": \(run.alive)}"
                 }
-                return "    {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), \"schedule\": \(jsonString(job.schedule)), "
+                return
+                    "    {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), \"schedule\": \(jsonString(job.schedule)), "
                     + "\"healthy\": \(job.health.map { "\($0.healthy)" } ?? "null"), \"health\": \(string(job.health?.reason)), "
                     + "\"last_run\": \(last), \"next_slot\": \(string(job.nextSlot.map(Jobs.format))), "
                     + "\"running\": [\(running.joined(separator: ", "))], \"alert_state\": \(string(job.alertState))}"
             }
-            let database = "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "
+            let database =
+                "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "
                 + "\"in_recovery\": \(report.database.inRecovery)}"
-            let schema = "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending)}"
-            return "{\n  \"now\": \(jsonString(Jobs.format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
-                + "  \"database\": \(database),\n  \"schema\": \(schema),\n  \"jobs\": [\n" + jobs.joined(separator: ",\n") + "\n  ]\n}"
+            let schema =
+                "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending)}"
+            return
+                "{\n  \"now\": \(jsonString(Jobs.format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
+                + "  \"database\": \(database),\n  \"schema\": \(schema),\n  \"jobs\": [\n"
+                + jobs.joined(separator: ",\n") + "\n  ]\n}"
         }
     }
 }

@@ -17,11 +17,9 @@ import Glibc
         _ = try db.runSucceeding("prune")
         let standby = try TemporaryPostgres.shared.standbyConninfo(database: db.name)
         // Wait until the standby has replayed the run too.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        _ = try eventually(timeout: .seconds(30)) {
             let connection = try Postgres.Connection(.init(conninfo: standby))
-            if try connection.query("SELECT count(*) AS n FROM caretaker.job_runs").first?.int("n") == 1 { break }
-            Thread.sleep(forTimeInterval: 0.1)
+            return try connection.query("SELECT count(*) AS n FROM caretaker.job_runs").first?.int("n") == 1
         }
         let path = NSTemporaryDirectory() + "caretaker-standby-\(db.name).toml"
         try "[database]\nurl = \"\(standby)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -63,11 +61,13 @@ import Glibc
     @Test("a NUL byte in operator SQL: once exits 78 and deletes nothing (it used to delete every row)")
     func nulInSQL() throws {
         let db = try TestDatabase()
-        try db.connection.execute(script: """
-            CREATE TABLE invitations (id serial PRIMARY KEY, event_at timestamptz NOT NULL);
-            INSERT INTO invitations (event_at) SELECT now() + g * interval '1 day' FROM generate_series(1, 10) g;
-            """)
-        let path = try db.writeConfiguration("""
+        try db.connection.execute(
+            script: """
+                CREATE TABLE invitations (id serial PRIMARY KEY, event_at timestamptz NOT NULL);
+                INSERT INTO invitations (event_at) SELECT now() + g * interval '1 day' FROM generate_series(1, 10) g;
+                """)
+        let path = try db.writeConfiguration(
+            """
             [jobs.old-invitations]
             schedule = "@daily"
             sql = "DELETE FROM invitations\\u0000 WHERE event_at < now()"
@@ -84,17 +84,20 @@ import Glibc
         let secret = NSTemporaryDirectory() + "caretaker-secret-\(db.name)"
         try "hunter\u{0}two\n".write(toFile: secret, atomically: true, encoding: .utf8)
         let path = NSTemporaryDirectory() + "caretaker-\(db.name)-secret.toml"
-        try "[database]\nurl = \"\(db.conninfo)\"\npassword_file = \"\(secret)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "[database]\nurl = \"\(db.conninfo)\"\npassword_file = \"\(secret)\"\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         let result = try Caretaker.run(["once", "prune", "--config", path])
         #expect(result.status == 78, "\(result.stderr)")
         #expect(result.stderr.contains("database.password_file \(secret) contains a NUL byte"), "\(result.stderr)")
         #expect(!result.stderr.contains("hunter"), "the secret leaked: \(result.stderr)")
     }
 
-    @Test("broken mail configuration stops once with 78 naming the key", arguments: [
-        ("password_file = \"/nonexistent/smtp-password\"\nstarttls = true", "mail.password_file"),
-        ("url = \"smtp://mail example.org\"", "mail.url"),
-    ])
+    @Test(
+        "broken mail configuration stops once with 78 naming the key",
+        arguments: [
+            ("password_file = \"/nonexistent/smtp-password\"\nstarttls = true", "mail.password_file"),
+            ("url = \"smtp://mail example.org\"", "mail.url"),
+        ])
     func brokenMail(keys: String, names key: String) throws {
         let db = try TestDatabase()
         let path = try db.writeConfiguration("[mail]\n\(keys)\n")

@@ -20,7 +20,9 @@ import Testing
     }
 
     /// A `jobs.toml` for the test database through `bouncer`; mail goes to files.
-    func configuration(through bouncer: TestPgBouncer, connectTimeout: String = "5s", extra: String = "") throws -> (path: String, text: String) {
+    func configuration(
+        through bouncer: TestPgBouncer, connectTimeout: String = "5s", extra: String = ""
+    ) throws -> (path: String, text: String) {
         let text = """
             [database]
             url = "\(bouncer.conninfo(database: db.name))"
@@ -55,7 +57,8 @@ import Testing
 
     @Test("session mode: check exits 0 and once --all runs every job")
     func sessionModeRunsEverything() throws {
-        try db.connection.query("INSERT INTO users (email, display_name, password_hash) VALUES ('alice@example.org', 'Alice', 'h')")
+        try db.connection.query(
+            "INSERT INTO users (email, display_name, password_hash) VALUES ('alice@example.org', 'Alice', 'h')")
         try db.connection.query("INSERT INTO password_reset_requests (email) VALUES ('alice@example.org')")
         let bouncer = try TestPgBouncer(poolMode: .session)
         let (path, text) = try configuration(through: bouncer)
@@ -66,7 +69,9 @@ import Testing
         #expect(once.status == 0, "\(once.stdout)\(once.stderr)")
         #expect(!once.stderr.contains("level=warning"), "\(once.stderr)")
         let enabled = try ConfigurationLoader.parse(text, file: path).jobs.filter(\.enabled).count
-        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") == enabled, "\(once.stdout)")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") == enabled,
+            "\(once.stdout)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status <> 'succeeded'") == 0)
         let mails = try FileManager.default.contentsOfDirectory(atPath: directory + "/mail")
         #expect(mails.count == 1, "send-temp-passwords mailed through the pooler")
@@ -80,7 +85,9 @@ import Testing
         let warning = result.stderr.split(separator: "\n").first { $0.contains("level=warning") }
         #expect(warning?.contains("pooler in transaction or statement mode") == true, "\(result.stderr)")
         #expect(warning?.contains("running anyway") == true)
-        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'prune'") == 1, "\(result.stdout)\(result.stderr)")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'prune'") == 1,
+            "\(result.stdout)\(result.stderr)")
     }
 
     @Test("transaction mode: run refuses to start and exits 78 with the same message")
@@ -98,8 +105,9 @@ import Testing
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0, "no job ran")
     }
 
-    @Test("a pool too small for a second connection: check exits 1 saying it could not tell, after connect_timeout",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a pool too small for a second connection: check exits 1 saying it could not tell, after connect_timeout",
+        .timeLimit(.minutes(1)))
     func checkCannotTell() throws {
         let bouncer = try TestPgBouncer(poolMode: .session, poolSize: 1)
         let (path, _) = try configuration(through: bouncer, connectTimeout: "2s")
@@ -107,22 +115,30 @@ import Testing
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
         let line = result.stdout.split(separator: "\n").first { $0.hasPrefix("session pooling") }
         #expect(line?.contains("PROBLEM") == true, "\(result.stdout)")
-        #expect(line?.contains("could not tell whether a pooler shares server sessions between connections: "
-            + "a second connection got no answer: no answer from the server within 2 s") == true, "\(result.stdout)")
+        #expect(
+            line?.contains(
+                "could not tell whether a pooler shares server sessions between connections: "
+                    + "a second connection got no answer: no answer from the server within 2 s") == true,
+            "\(result.stdout)")
     }
 
-    @Test("a pool too small for a second connection: run warns that it could not tell, and starts", .timeLimit(.minutes(2)))
+    @Test(
+        "a pool too small for a second connection: run warns that it could not tell, and starts",
+        .timeLimit(.minutes(2)))
     func runStartsWhenItCannotTell() async throws {
         let bouncer = try TestPgBouncer(poolMode: .session, poolSize: 1)
         // No job may wait for the one server connection, which the daemon's own holds.
         let jobs = try ConfigurationLoader.parse("", file: "none.toml").jobNames
-        let (path, _) = try configuration(through: bouncer, connectTimeout: "2s",
-                                          extra: jobs.map { "[jobs.\($0)]\nenabled = false\n" }.joined(separator: "\n"))
+        let (path, _) = try configuration(
+            through: bouncer, connectTimeout: "2s",
+            extra: jobs.map { "[jobs.\($0)]\nenabled = false\n" }.joined(separator: "\n"))
         let daemon = try DaemonProcess(config: path)
         let ready = await daemon.waitForLog(containing: "msg=ready", timeout: .seconds(60))
         #expect(ready != nil, "\(daemon.logLines.joined(separator: "\n"))")
-        #expect(daemon.lines(containing: "level=warning", "could not tell whether a pooler shares server sessions").count == 1,
-                "\(daemon.logLines.joined(separator: "\n"))")
+        #expect(
+            daemon.lines(containing: "level=warning", "could not tell whether a pooler shares server sessions").count
+                == 1,
+            "\(daemon.logLines.joined(separator: "\n"))")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit(timeout: .seconds(60)) == 0)
     }

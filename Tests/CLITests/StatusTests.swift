@@ -30,7 +30,8 @@ import Testing
         // A run that another host is in the middle of: its row and its lock, held by another session.
         let holder = try TemporaryPostgres.shared.connect(database: db.name)
         try holder.query("SELECT pg_advisory_lock(caretaker.job_lock_key('prune'))")
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO caretaker.job_runs (job, trigger, status, started_at, host, pid)
             VALUES ('prune', 'schedule', 'running', clock_timestamp() - interval '90 seconds', 'other-host', 4242)
             """)
@@ -59,7 +60,8 @@ import Testing
 
         let json = try Caretaker.run(["status", "--json", "--config", config])
         #expect(json.status == 0)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
         #expect(object["healthy"] as? Bool == false)
         #expect((object["schema"] as? [String: Any])?["pending"] as? Int == 0)
         #expect((object["database"] as? [String: Any])?["in_recovery"] as? Bool == false)
@@ -92,7 +94,8 @@ import Testing
         #expect(json.stdout.contains("\"version\": 0"))
 
         let unreachable = NSTemporaryDirectory() + "caretaker-status-\(UUID().uuidString).toml"
-        try "[database]\nurl = \"postgresql:///nowhere?host=/nonexistent&connect_timeout=1\"\nconnect_timeout = \"1s\"\n"
+        try
+            "[database]\nurl = \"postgresql:///nowhere?host=/nonexistent&connect_timeout=1\"\nconnect_timeout = \"1s\"\n"
             .write(toFile: unreachable, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: unreachable) }
         #expect(try Caretaker.run(["status", "--config", unreachable]).status == 69)

@@ -1,6 +1,7 @@
-@testable import CaretakerCore
 import Foundation
 import Testing
+
+@testable import CaretakerCore
 
 @Suite struct ConfigurationTests {
     func parse(_ text: String, lowFootprint: Bool? = nil) throws -> Configuration {
@@ -24,7 +25,10 @@ import Testing
         #expect(configuration.worker.maxConcurrentJobs == 2)
         #expect(configuration.worker.shutdownGrace == .seconds(20))
         #expect(configuration.worker.batchPause == .zero)
-        #expect(configuration.jobNames == ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"])
+        #expect(
+            configuration.jobNames == [
+                "expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune",
+            ])
         let expire = try #require(configuration.job(named: "expire-content"))
         #expect(expire.schedule.text == "*/5 * * * *")
         #expect(expire.statementTimeout == .seconds(30))
@@ -32,11 +36,15 @@ import Testing
         #expect(expire.maxRuntime == .seconds(300))
         #expect(expire.batchSize == 1000)
         #expect(expire.catchUp && expire.maxRetries == 3 && expire.enabled)
-        guard case .expireContent(let settings) = expire.settings else { Issue.record("wrong settings"); return }
+        guard case .expireContent(let settings) = expire.settings else {
+            Issue.record("wrong settings")
+            return
+        }
         #expect(settings.minLifetime == .seconds(86400) && settings.maxLifetime == .seconds(172_800))
         #expect(settings.postFullPopularity == 100 && settings.packFullPopularity == 100)
         guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
-            Issue.record("wrong settings"); return
+            Issue.record("wrong settings")
+            return
         }
         #expect(mail.bcryptCost == 12 && mail.maxPerHour == 3 && mail.tempPasswordLength == 16 && mail.maxAttempts == 5)
         #expect(configuration.job(named: "prune")?.schedule.text == "@daily")
@@ -65,10 +73,12 @@ import Testing
         #expect(configuration.job(named: "expire-content")?.batchSize == 200)
         #expect(configuration.job(named: "expire-content")?.maxWALRate == 16 << 20)
         guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
-            Issue.record("wrong settings"); return
+            Issue.record("wrong settings")
+            return
         }
         #expect(mail.bcryptCost == 10)
-        let explicit = try parse("[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n")
+        let explicit = try parse(
+            "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n")
         #expect(explicit.worker.batchPause == .milliseconds(5))
         #expect(explicit.job(named: "prune")?.batchSize == 50)
     }
@@ -81,12 +91,16 @@ import Testing
         #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(!expire.synchronousCommit)
-        guard case .expireContent(let expiry) = expire.settings else { Issue.record("wrong settings"); return }
+        guard case .expireContent(let expiry) = expire.settings else {
+            Issue.record("wrong settings")
+            return
+        }
         #expect(!expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 128 << 20 && mail.maxReplicaLag == .seconds(5))
-        let tuned = try parse("""
+        let tuned = try parse(
+            """
             [jobs.expire-content]
             max_wal_rate = "512kB/s"
             max_replica_lag = "1500ms"
@@ -106,41 +120,56 @@ import Testing
         #expect(off.maxWALRate == nil && off.maxReplicaLag == nil)
     }
 
-    @Test("byte rates: whole numbers of B, kB, MB or GB per second, nothing else",
-          arguments: [("1B/s", Int64(1)), ("512kB/s", 524_288), ("64MB/s", 67_108_864), ("2GB/s", 2_147_483_648)])
+    @Test(
+        "byte rates: whole numbers of B, kB, MB or GB per second, nothing else",
+        arguments: [("1B/s", Int64(1)), ("512kB/s", 524_288), ("64MB/s", 67_108_864), ("2GB/s", 2_147_483_648)])
     func rates(text: String, bytes: Int64) {
         #expect(ByteRateText.parse(text) == bytes)
         #expect(ByteRateText.format(bytes) == text)
     }
 
-    @Test("a rate that is not one is refused", arguments: ["64MB", "64 MB/s", "1.5MB/s", "-1MB/s", "64mb/s", "/s", "MB/s",
-                                                           "99999999999GB/s"])
+    @Test(
+        "a rate that is not one is refused",
+        arguments: [
+            "64MB", "64 MB/s", "1.5MB/s", "-1MB/s", "64mb/s", "/s", "MB/s",
+            "99999999999GB/s",
+        ])
     func badRates(text: String) {
         #expect(ByteRateText.parse(text) == nil)
     }
 
-    @Test("errors name the line and the key", arguments: [
-        ("[jobs.prune]\nkeep_histroy = \"1d\"\n", 2, "jobs.prune.keep_histroy"),
-        ("[worker]\ntimezone = \"Mars/Olympus\"\n", 2, "worker.timezone"),
-        ("[jobs.expire-content]\nmin_lifetime = 5\n", 2, "jobs.expire-content.min_lifetime"),
-        ("[jobs.expire-content]\nmax_lifetime = \"1h\"\n", 2, "jobs.expire-content.max_lifetime"),
-        ("\n[jobs.mystery]\nschedule = \"@daily\"\n", 2, "jobs.mystery"),
-        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"DELETE FROM a; DELETE FROM b\"\n", 3, "jobs.x.sql"),
-        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"SELECT 1\"\nrepeat_until_zero = true\n", 4, "jobs.x.repeat_until_zero"),
-        ("[jobs.x]\nschedule = \"@daily\"\nsql = \"WITH t AS (SELECT updated_at FROM s) SELECT * FROM t\"\nrepeat_until_zero = true\n",
-         4, "jobs.x.repeat_until_zero"),
-        ("[jobs.prune]\nschedule = \"0 0 31 2 *\"\n", 2, "jobs.prune.schedule"),
-        ("[mail]\ntransport = \"file\"\n", 1, "mail.directory"),
-        ("[jobs.send-temp-passwords]\ntemp_password_length = 100\n", 2, "jobs.send-temp-passwords.temp_password_length"),
-        ("[database]\nurl = 5\n", 2, "database.url"),
-        ("[jobs.expire-content]\nmax_wal_rate = \"64MB\"\n", 2, "jobs.expire-content.max_wal_rate"),
-        ("[jobs.expire-content]\nmax_wal_rate = \"0MB/s\"\n", 2, "jobs.expire-content.max_wal_rate"),
-        ("[jobs.expire-content]\nmax_commit_slowdown = \"50\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
-        ("[jobs.expire-content]\nmax_commit_slowdown = \"0%\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
-        ("[jobs.expire-content]\nmax_commit_slowdown = 50\n", 2, "jobs.expire-content.max_commit_slowdown"),
-        ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
-        ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
-    ])
+    @Test(
+        "errors name the line and the key",
+        arguments: [
+            ("[jobs.prune]\nkeep_histroy = \"1d\"\n", 2, "jobs.prune.keep_histroy"),
+            ("[worker]\ntimezone = \"Mars/Olympus\"\n", 2, "worker.timezone"),
+            ("[jobs.expire-content]\nmin_lifetime = 5\n", 2, "jobs.expire-content.min_lifetime"),
+            ("[jobs.expire-content]\nmax_lifetime = \"1h\"\n", 2, "jobs.expire-content.max_lifetime"),
+            ("\n[jobs.mystery]\nschedule = \"@daily\"\n", 2, "jobs.mystery"),
+            ("[jobs.x]\nschedule = \"@daily\"\nsql = \"DELETE FROM a; DELETE FROM b\"\n", 3, "jobs.x.sql"),
+            (
+                "[jobs.x]\nschedule = \"@daily\"\nsql = \"SELECT 1\"\nrepeat_until_zero = true\n", 4,
+                "jobs.x.repeat_until_zero"
+            ),
+            (
+                "[jobs.x]\nschedule = \"@daily\"\nsql = \"WITH t AS (SELECT updated_at FROM s) SELECT * FROM t\"\nrepeat_until_zero = true\n",
+                4, "jobs.x.repeat_until_zero"
+            ),
+            ("[jobs.prune]\nschedule = \"0 0 31 2 *\"\n", 2, "jobs.prune.schedule"),
+            ("[mail]\ntransport = \"file\"\n", 1, "mail.directory"),
+            (
+                "[jobs.send-temp-passwords]\ntemp_password_length = 100\n", 2,
+                "jobs.send-temp-passwords.temp_password_length"
+            ),
+            ("[database]\nurl = 5\n", 2, "database.url"),
+            ("[jobs.expire-content]\nmax_wal_rate = \"64MB\"\n", 2, "jobs.expire-content.max_wal_rate"),
+            ("[jobs.expire-content]\nmax_wal_rate = \"0MB/s\"\n", 2, "jobs.expire-content.max_wal_rate"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = \"50\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = \"0%\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = 50\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
+            ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
+        ])
     func errors(text: String, line: Int, key: String) throws {
         let found = try #require(error(text))
         #expect(found.line == line, "\(found)")
@@ -150,7 +179,8 @@ import Testing
 
     @Test("a semicolon inside a string, a comment or a dollar-quoted body is not a second statement")
     func singleStatement() throws {
-        let configuration = try parse("""
+        let configuration = try parse(
+            """
             [jobs.x]
             schedule = "@hourly"
             sql = '''
@@ -159,13 +189,17 @@ import Testing
             '''
             repeat_until_zero = true
             """)
-        guard case .sql(let settings)? = configuration.job(named: "x")?.settings else { Issue.record("no sql job"); return }
+        guard case .sql(let settings)? = configuration.job(named: "x")?.settings else {
+            Issue.record("no sql job")
+            return
+        }
         #expect(settings.repeatUntilZero)
     }
 
     @Test("the config file is found in SPEC's order")
     func location() {
-        #expect(ConfigurationLoader.locate(explicit: "/a.toml", environment: ["CARETAKER_CONFIG": "/b.toml"]) == "/a.toml")
+        #expect(
+            ConfigurationLoader.locate(explicit: "/a.toml", environment: ["CARETAKER_CONFIG": "/b.toml"]) == "/a.toml")
         #expect(ConfigurationLoader.locate(explicit: nil, environment: ["CARETAKER_CONFIG": "/b.toml"]) == "/b.toml")
     }
 
@@ -188,17 +222,21 @@ import Testing
         #expect(dashboard.listen == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(dashboard.username.isEmpty && dashboard.passwordFile.isEmpty)
         let set = try ConfigurationLoader.parse(
-            "[dashboard]\nlisten = \"[::1]:9090\"\nusername = \"ops\"\npassword_file = \"/etc/caretaker/dashboard.pw\"\n", file: "jobs.toml").dashboard
+            "[dashboard]\nlisten = \"[::1]:9090\"\nusername = \"ops\"\npassword_file = \"/etc/caretaker/dashboard.pw\"\n",
+            file: "jobs.toml"
+        ).dashboard
         #expect(set.listen == ListenAddress(host: "::1", port: 9090))
         #expect(set.username == "ops" && set.passwordFile == "/etc/caretaker/dashboard.pw")
     }
 
-    @Test("[dashboard] errors name the line and the key", arguments: [
-        ("[dashboard]\nlisten = \"8080\"\n", "dashboard.listen"),
-        ("[dashboard]\nusername = \"a:b\"\n", "dashboard.username"),
-        ("[dashboard]\npassword_file = \"/x\"\n", "dashboard.password_file"),
-        ("[dashboard]\npasword_file = \"/x\"\n", "dashboard.pasword_file"),
-    ])
+    @Test(
+        "[dashboard] errors name the line and the key",
+        arguments: [
+            ("[dashboard]\nlisten = \"8080\"\n", "dashboard.listen"),
+            ("[dashboard]\nusername = \"a:b\"\n", "dashboard.username"),
+            ("[dashboard]\npassword_file = \"/x\"\n", "dashboard.password_file"),
+            ("[dashboard]\npasword_file = \"/x\"\n", "dashboard.pasword_file"),
+        ])
     func errors(text: String, key: String) {
         do {
             _ = try ConfigurationLoader.parse(text, file: "jobs.toml")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CaretakerCore
 
 // Deterministic fuzzing of the four parsers that read operator or user input:
@@ -95,13 +96,16 @@ private struct FuzzRun {
     }
 
     /// Records a failure of case `seed` (only the first few are recorded).
-    mutating func check(_ condition: Bool, seed: UInt64, _ input: @autoclosure () -> String,
-                        _ message: @autoclosure () -> String,
-                        sourceLocation: SourceLocation = #_sourceLocation) {
+    mutating func check(
+        _ condition: Bool, seed: UInt64, _ input: @autoclosure () -> String,
+        _ message: @autoclosure () -> String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         guard !condition else { return }
         failures += 1
         guard failures <= Self.maxRecorded else { return }
-        Issue.record("""
+        Issue.record(
+            """
             \(name): \(message())
               case seed: 0x\(String(seed, radix: 16)) (replay with CARETAKER_FUZZ_CASE=0x\(String(seed, radix: 16)))
               input: \(input())
@@ -155,8 +159,10 @@ private enum Mutate {
 
     /// A string of random Unicode scalars, biased towards ASCII and awkward characters.
     static func randomText(maxLength: Int, using random: inout SplitMix64) -> String {
-        let awkward: [Unicode.Scalar] = ["\0", "\r", "\n", "\t", "\u{7F}", "\u{85}", "\u{A0}", "\u{2028}", "\u{FEFF}",
-                                         "\u{301}", "\u{200D}", "é", "日", "\u{1F600}", "\u{0663}", "\u{FF10}", "\u{10FFFF}"]
+        let awkward: [Unicode.Scalar] = [
+            "\0", "\r", "\n", "\t", "\u{7F}", "\u{85}", "\u{A0}", "\u{2028}", "\u{FEFF}",
+            "\u{301}", "\u{200D}", "é", "日", "\u{1F600}", "\u{0663}", "\u{FF10}", "\u{10FFFF}",
+        ]
         var scalars = String.UnicodeScalarView()
         for _ in 0..<random.int(0...maxLength) {
             switch random.int(0...9) {
@@ -179,7 +185,9 @@ private extension String {
 
 /// True when `text` holds a control character (C0, DEL, C1, or a Unicode line/paragraph separator).
 private func hasControlCharacter(_ text: String) -> Bool {
-    text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}" }
+    text.unicodeScalars.contains {
+        $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}"
+    }
 }
 
 /// Instants to ask schedules about: ordinary ones, DST changes in several zones, and edges.
@@ -198,9 +206,11 @@ private enum Instants {
         return formatter.date(from: text)!
     }
 
-    static let zones: [ZoneInfo] = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
-                                    "Pacific/Chatham", "Asia/Kathmandu", "America/Santiago", "Pacific/Apia"]
-        .map { ZoneInfo(identifier: $0)! }
+    static let zones: [ZoneInfo] = [
+        "UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
+        "Pacific/Chatham", "Asia/Kathmandu", "America/Santiago", "Pacific/Apia",
+    ]
+    .map { ZoneInfo(identifier: $0)! }
 
     /// A fixed instant, or a random one between 1900 and 2200 with a random sub-second part.
     static func random(using random: inout SplitMix64) -> Date {
@@ -226,7 +236,8 @@ struct ConfigurationFuzzTests {
     static let directory: String = {
         let path = NSTemporaryDirectory() + "caretaker-fuzz-\(getpid())"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try? "Subject: Hi\n\nYour password: {{password}}\n".write(toFile: path + "/good.txt", atomically: true, encoding: .utf8)
+        try? "Subject: Hi\n\nYour password: {{password}}\n".write(
+            toFile: path + "/good.txt", atomically: true, encoding: .utf8)
         try? "Subject: {{password}}\n\nbody\n".write(toFile: path + "/bad.txt", atomically: true, encoding: .utf8)
         return path
     }()
@@ -252,49 +263,61 @@ struct ConfigurationFuzzTests {
         ]
     }
 
-    static let sections = ["database", "worker", "mail", "jobs.expire-content", "jobs.logout-inactive",
-                           "jobs.send-temp-passwords", "jobs.leader-succession", "jobs.prune", "jobs.custom", "jobs",
-                           "jobs.prune.extra", "nope", "jobs.bad name", "jobs.\"q\\n\"", "Database", "jobs.\(String(repeating: "x", count: 60))"]
+    static let sections = [
+        "database", "worker", "mail", "jobs.expire-content", "jobs.logout-inactive",
+        "jobs.send-temp-passwords", "jobs.leader-succession", "jobs.prune", "jobs.custom", "jobs",
+        "jobs.prune.extra", "nope", "jobs.bad name", "jobs.\"q\\n\"", "Database",
+        "jobs.\(String(repeating: "x", count: 60))",
+    ]
 
     static let keys = [
         "url", "password_file", "app_schema", "connect_timeout",
-        "timezone", "low_footprint", "max_concurrent_jobs", "shutdown_grace", "idle_disconnect", "batch_pause", "log_format",
+        "timezone", "low_footprint", "max_concurrent_jobs", "shutdown_grace", "idle_disconnect", "batch_pause",
+        "log_format",
         "transport", "starttls", "username", "from", "directory",
         "enabled", "schedule", "statement_timeout", "lock_timeout", "max_runtime", "batch_size", "catch_up",
         "max_retries", "stale_after", "min_lifetime", "max_lifetime", "post_full_popularity", "pack_full_popularity",
         "idle_timeout", "max_per_hour", "temp_password_length", "temp_password_ttl", "bcrypt_cost", "max_attempts",
         "template_file", "leader_inactive_after", "keep_history", "keep_revoked_sessions", "keep_reset_requests",
-        "sql", "repeat_until_zero", "unknown_key", "\"quoted key\"", "'lit'", "a.b", "\"new\\nline\"", "database.url", "jobs.x.sql",
+        "sql", "repeat_until_zero", "unknown_key", "\"quoted key\"", "'lit'", "a.b", "\"new\\nline\"", "database.url",
+        "jobs.x.sql",
     ]
 
     static let values = [
         // durations
-        "\"0\"", "\"0s\"", "\"1ms\"", "\"999ms\"", "\"1s\"", "\"1.5h\"", "\"1h30m\"", "\"30m1h\"", "\"10\"", "\"-1s\"", "\"1 s\"",
+        "\"0\"", "\"0s\"", "\"1ms\"", "\"999ms\"", "\"1s\"", "\"1.5h\"", "\"1h30m\"", "\"30m1h\"", "\"10\"", "\"-1s\"",
+        "\"1 s\"",
         "\"106751d\"", "\"106752d\"", "\"0.0000000001s\"", "\"\"", "\"24h\"", "\"48h\"", "\"1d\"", "\"5m\"", "\"٣s\"",
         // schedules
         "\"*/5 * * * *\"", "\"@every 1s\"", "\"@every 0s\"", "\"@every 1ms\"", "\"61 * * * *\"", "\"* * * *\"",
-        "\"0 0 30 2 *\"", "\"@yearly\"", "\"@every\"", "\"@bogus\"", "\"0 0 * * sun-sat\"", "\"0 0 * * 7-0\"", "\"*/0 * * * *\"",
+        "\"0 0 30 2 *\"", "\"@yearly\"", "\"@every\"", "\"@bogus\"", "\"0 0 * * sun-sat\"", "\"0 0 * * 7-0\"",
+        "\"*/0 * * * *\"",
         "\"0 0 29 2 mon\"", "\"@hourly now\"", "\"0\\n0 * * * *\"",
         // zones
-        "\"UTC\"", "\"Europe/Berlin\"", "\"Mars/Olympus\"", "\"../../etc/passwd\"", "\"EST\"", "\"GMT+5\"", "\"+01:00\"",
+        "\"UTC\"", "\"Europe/Berlin\"", "\"Mars/Olympus\"", "\"../../etc/passwd\"", "\"EST\"", "\"GMT+5\"",
+        "\"+01:00\"",
         // integers and other types
         "0", "1", "-1", "2", "4", "11", "12", "31", "32", "64", "65", "128", "129", "1000000", "1000001", "2147483647",
         "2147483648", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "0x7F", "0o17", "0b101",
         "1.5", "inf", "nan", "-0.0", "true", "false", "True", "[]", "[1, \"a\"]", "{}", "{ a = 1 }", "1979-05-27",
         // strings
-        "\"smtp://127.0.0.1:25\"", "\"smtps://mail.example.org\"", "\"http://x\"", "\"file\"", "\"smtp\"", "\"json\"", "\"logfmt\"",
-        "\"Community <no-reply@example.org>\"", "\"a\\nb\"", "\"\\u0000\"", "\"日本\"", "'literal'", "\"\"\"\nmulti\"\"\"",
+        "\"smtp://127.0.0.1:25\"", "\"smtps://mail.example.org\"", "\"http://x\"", "\"file\"", "\"smtp\"", "\"json\"",
+        "\"logfmt\"",
+        "\"Community <no-reply@example.org>\"", "\"a\\nb\"", "\"\\u0000\"", "\"日本\"", "'literal'",
+        "\"\"\"\nmulti\"\"\"",
         "\"good.txt\"", "\"bad.txt\"", "\"missing.txt\"", "\"/dev/null\"", "\"/\"",
         // SQL
         "\"DELETE FROM t WHERE id IN (SELECT id FROM t LIMIT 10)\"", "\"SELECT 1\"", "\"SELECT 1; SELECT 2\"",
-        "\"DELETE FROM t;\"", "\"'unterminated\"", "\"$$ ; $$\"", "\"-- only a comment\"", "\"/* ; */ UPDATE t SET x = 1\"",
+        "\"DELETE FROM t;\"", "\"'unterminated\"", "\"$$ ; $$\"", "\"-- only a comment\"",
+        "\"/* ; */ UPDATE t SET x = 1\"",
         "\"WITH a AS (SELECT 1) SELECT 1\"", "\"WITH d AS (DELETE FROM t RETURNING 1) SELECT count(*) FROM d\"",
         "\"$a$ x $a$; DELETE FROM t\"", "\";\"",
     ]
 
     static let fragments = [
         "[", "]", "[[", "]]", "{", "}", "\"", "'", "\"\"\"", "'''", "=", ".", ",", "#", "\n", "\r\n", "\r", "\\", "\\u",
-        " ", "\t", "\u{0}", "é", "日", "\u{FEFF}", "\u{2028}", "jobs.", "[jobs.", "schedule = ", "sql = ", "@every ", "*/",
+        " ", "\t", "\u{0}", "é", "日", "\u{FEFF}", "\u{2028}", "jobs.", "[jobs.", "schedule = ", "sql = ", "@every ",
+        "*/",
         "ms", "d", "-", "0", "9", ":", "true",
     ]
 
@@ -351,47 +374,63 @@ struct ConfigurationFuzzTests {
         } catch {
             // `parse` throws only `ConfigurationError` (typed throws); check what it says.
             run.check(error.file == file, seed: seed, text.shown, "error names \(error.file)")
-            run.check(error.line >= 0 && error.line <= lineCount, seed: seed, text.shown,
-                      "line \(error.line) outside 0…\(lineCount): \(error)")
+            run.check(
+                error.line >= 0 && error.line <= lineCount, seed: seed, text.shown,
+                "line \(error.line) outside 0…\(lineCount): \(error)")
             run.check(!error.message.isEmpty, seed: seed, text.shown, "empty message: \(error)")
-            run.check(!error.key.isEmpty || error.message.hasPrefix("TOML syntax error"), seed: seed, text.shown,
-                      "a non-syntax error names no key: \(error)")
-            run.check(!hasControlCharacter(error.description), seed: seed, text.shown,
-                      "message is not one line of text: \(error.description.shown)")
+            run.check(
+                !error.key.isEmpty || error.message.hasPrefix("TOML syntax error"), seed: seed, text.shown,
+                "a non-syntax error names no key: \(error)")
+            run.check(
+                !hasControlCharacter(error.description), seed: seed, text.shown,
+                "message is not one line of text: \(error.description.shown)")
             return
         }
         let names = configuration.jobNames
         run.check(Set(names).count == names.count, seed: seed, text.shown, "duplicate job names \(names)")
-        run.check(Array(names.prefix(BuiltInJob.allCases.count)) == BuiltInJob.allCases.map(\.rawValue),
-                  seed: seed, text.shown, "built-in jobs missing: \(names)")
-        run.check((1...64).contains(configuration.worker.maxConcurrentJobs), seed: seed, text.shown, "max_concurrent_jobs")
-        run.check(!configuration.worker.lowFootprint || configuration.worker.maxConcurrentJobs == 1, seed: seed, text.shown,
-                  "low-footprint mode runs more than one job at a time")
-        run.check(configuration.database.connectTimeout >= .seconds(1), seed: seed, text.shown, "connect_timeout below 1s")
+        run.check(
+            Array(names.prefix(BuiltInJob.allCases.count)) == BuiltInJob.allCases.map(\.rawValue),
+            seed: seed, text.shown, "built-in jobs missing: \(names)")
+        run.check(
+            (1...64).contains(configuration.worker.maxConcurrentJobs), seed: seed, text.shown, "max_concurrent_jobs")
+        run.check(
+            !configuration.worker.lowFootprint || configuration.worker.maxConcurrentJobs == 1, seed: seed, text.shown,
+            "low-footprint mode runs more than one job at a time")
+        run.check(
+            configuration.database.connectTimeout >= .seconds(1), seed: seed, text.shown, "connect_timeout below 1s")
         run.check(!configuration.database.appSchema.isEmpty, seed: seed, text.shown, "empty app_schema")
-        run.check(!configuration.mail.from.contains(where: { $0 == "\r" || $0 == "\n" }), seed: seed, text.shown, "from has a line break")
+        run.check(
+            !configuration.mail.from.contains(where: { $0 == "\r" || $0 == "\n" }), seed: seed, text.shown,
+            "from has a line break")
         var random = SplitMix64(seed: seed ^ 0xC0FFEE)
         for job in configuration.jobs {
-            run.check(job.batchSize >= 1 && job.maxRetries >= 0 && job.statementTimeout > .zero && job.lockTimeout > .zero
-                      && job.maxRuntime > .zero && job.batchPause >= .zero,
-                      seed: seed, text.shown, "job \(job.name) has out-of-range common settings")
+            run.check(
+                job.batchSize >= 1 && job.maxRetries >= 0 && job.statementTimeout > .zero && job.lockTimeout > .zero
+                    && job.maxRuntime > .zero && job.batchPause >= .zero,
+                seed: seed, text.shown, "job \(job.name) has out-of-range common settings")
             let date = Instants.random(using: &random)
             if let next = job.schedule.nextDate(after: date) {
-                run.check(next > date, seed: seed, text.shown, "\(job.name): nextDate(after: \(date)) = \(next) is not later")
+                run.check(
+                    next > date, seed: seed, text.shown, "\(job.name): nextDate(after: \(date)) = \(next) is not later")
             }
             switch job.settings {
             case .expireContent(let settings):
-                run.check(settings.maxLifetime >= settings.minLifetime && settings.minLifetime >= .zero,
-                          seed: seed, text.shown, "max_lifetime < min_lifetime")
-                run.check(settings.postFullPopularity >= 1 && settings.packFullPopularity >= 1, seed: seed, text.shown,
-                          "full popularity below 1 (division by zero)")
+                run.check(
+                    settings.maxLifetime >= settings.minLifetime && settings.minLifetime >= .zero,
+                    seed: seed, text.shown, "max_lifetime < min_lifetime")
+                run.check(
+                    settings.postFullPopularity >= 1 && settings.packFullPopularity >= 1, seed: seed, text.shown,
+                    "full popularity below 1 (division by zero)")
             case .sendTempPasswords(let settings):
                 run.check(settings.tempPasswordLength >= 12, seed: seed, text.shown, "temp_password_length below 12")
-                run.check(settings.template.body.contains("{{password}}") && !settings.template.subject.contains("{{password}}"),
-                          seed: seed, text.shown, "template without {{password}} in its body")
+                run.check(
+                    settings.template.body.contains("{{password}}")
+                        && !settings.template.subject.contains("{{password}}"),
+                    seed: seed, text.shown, "template without {{password}} in its body")
             case .sql(let settings):
-                run.check(!settings.sql.isEmpty && BuiltInJob(rawValue: job.name) == nil, seed: seed, text.shown,
-                          "operator job \(job.name) without SQL")
+                run.check(
+                    !settings.sql.isEmpty && BuiltInJob(rawValue: job.name) == nil, seed: seed, text.shown,
+                    "operator job \(job.name) without SQL")
             case .logoutInactive(let settings):
                 run.check(settings.idleTimeout >= .seconds(1), seed: seed, text.shown, "idle_timeout below 1s")
             case .leaderSuccession, .prune:
@@ -406,7 +445,8 @@ struct ConfigurationFuzzTests {
         let configuration = try ConfigurationLoader.parse(Self.annotated, file: Self.file)
         #expect(configuration.jobNames == BuiltInJob.allCases.map(\.rawValue))
         let uncommented = Self.corpus[3]
-        #expect(try ConfigurationLoader.parse(uncommented, file: Self.file).jobNames.count == BuiltInJob.allCases.count + 2)
+        #expect(
+            try ConfigurationLoader.parse(uncommented, file: Self.file).jobNames.count == BuiltInJob.allCases.count + 2)
     }
 
     @Test("mutations of jobs.toml: no crash, every error names a line within the file, a key and a message")
@@ -445,10 +485,12 @@ struct ConfigurationFuzzTests {
             let seed = random.state
             let text: String
             if random.chance(50) {
-                text = String(decoding: (0..<random.int(0...200)).map { _ in UInt8.random(in: 0...255, using: &random) },
-                              as: UTF8.self)
+                text = String(
+                    decoding: (0..<random.int(0...200)).map { _ in UInt8.random(in: 0...255, using: &random) },
+                    as: UTF8.self)
             } else {
-                text = (0..<random.int(0...30)).map { _ in random.pick(Self.fragments + Self.keys + Self.values) }.joined()
+                text = (0..<random.int(0...30)).map { _ in random.pick(Self.fragments + Self.keys + Self.values) }
+                    .joined()
             }
             Self.check(text, seed: seed, run: &run)
         }
@@ -489,12 +531,16 @@ struct ScheduleFuzzTests {
         "0 0 13 * fri", "* * * * *", "0 2 * * 0", "30 1 * * *", "45 2 * 3,10 sun",
     ]
 
-    static let numbers = ["-1", "0", "1", "2", "5", "6", "7", "8", "11", "12", "13", "23", "24", "29", "30", "31", "32",
-                          "59", "60", "61", "99", "9999", "99999", "00", "007", "1e1", "+1", "٣", "１"]
+    static let numbers = [
+        "-1", "0", "1", "2", "5", "6", "7", "8", "11", "12", "13", "23", "24", "29", "30", "31", "32",
+        "59", "60", "61", "99", "9999", "99999", "00", "007", "1e1", "+1", "٣", "１",
+    ]
     static let names = ["jan", "DEC", "Feb", "sun", "SAT", "mon", "tues", "sunday", "x", ""]
 
-    static let fragments = ["*", "/", "-", ",", " ", "\t", "  ", "\n", "\u{A0}", "@", "@every", "0", "5", "60", "jan",
-                            "sun", "ms", "s", "\u{0}", "é", "?", "L", "W", "#", "h", "1.5"]
+    static let fragments = [
+        "*", "/", "-", ",", " ", "\t", "  ", "\n", "\u{A0}", "@", "@every", "0", "5", "60", "jan",
+        "sun", "ms", "s", "\u{0}", "é", "?", "L", "W", "#", "h", "1.5",
+    ]
 
     /// One cron field: a list of `*`, `N`, `A-B` items with optional steps, values chosen near the bounds.
     fileprivate static func field(using random: inout SplitMix64) -> String {
@@ -504,7 +550,9 @@ struct ScheduleFuzzTests {
             case 0: item = "*"
             case 1: item = random.pick(numbers)
             case 2: item = random.pick(names)
-            default: item = "\(random.chance(70) ? random.pick(numbers) : random.pick(names))-\(random.chance(70) ? random.pick(numbers) : random.pick(names))"
+            default:
+                item =
+                    "\(random.chance(70) ? random.pick(numbers) : random.pick(names))-\(random.chance(70) ? random.pick(numbers) : random.pick(names))"
             }
             if random.chance(30) { item += "/" + random.pick(numbers) }
             if random.chance(3) { item += "/" + random.pick(numbers) }
@@ -515,11 +563,15 @@ struct ScheduleFuzzTests {
     fileprivate static func generated(using random: inout SplitMix64) -> String {
         switch random.int(0...9) {
         case 0:
-            let arguments = ["", "1s", "0s", "999ms", "1500ms", "1.5s", "0.0001s", "106751d", "106752d", "1 s", "90", "-1s",
-                             "1h 30m", "1h30m", "\u{0663}s", String(repeating: "9", count: 30) + "ms"]
+            let arguments = [
+                "", "1s", "0s", "999ms", "1500ms", "1.5s", "0.0001s", "106751d", "106752d", "1 s", "90", "-1s",
+                "1h 30m", "1h30m", "\u{0663}s", String(repeating: "9", count: 30) + "ms",
+            ]
             return random.pick(["@every", "@EVERY", "@every ", "@every\t"]) + " " + random.pick(arguments)
         case 1:
-            return random.pick(["@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@reboot", "@", "@@daily", "@Daily"])
+            return random.pick([
+                "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@reboot", "@", "@@daily", "@Daily",
+            ])
                 + (random.chance(30) ? " " + field(using: &random) : "")
         default:
             let count = random.chance(80) ? 5 : random.int(0...7)
@@ -530,14 +582,17 @@ struct ScheduleFuzzTests {
     }
 
     /// Parses `text` in `zone` and checks the schedule properties at a few instants.
-    fileprivate static func check(_ text: String, zone: ZoneInfo, seed: UInt64, run: inout FuzzRun, random: inout SplitMix64) {
+    fileprivate static func check(
+        _ text: String, zone: ZoneInfo, seed: UInt64, run: inout FuzzRun, random: inout SplitMix64
+    ) {
         let schedule: Schedule
         do {
             schedule = try Schedule(parsing: text, timeZone: zone)
         } catch {
             // Compared as bytes: a schedule starting with a combining mark joins the quote's grapheme.
-            run.check(error.message.utf8.starts(with: "invalid schedule \"".utf8) && error.message.utf8.count > 30,
-                      seed: seed, text.shown, "unhelpful message: \(error.message.shown)")
+            run.check(
+                error.message.utf8.starts(with: "invalid schedule \"".utf8) && error.message.utf8.count > 30,
+                seed: seed, text.shown, "unhelpful message: \(error.message.shown)")
             return
         }
         let input = "\(text.shown) in \(zone.identifier)"
@@ -548,17 +603,22 @@ struct ScheduleFuzzTests {
             if schedule.fixedInterval == nil {
                 // A whole minute of the zone's wall clock (not of UTC: 19th-century offsets have seconds).
                 let wall = next.timeIntervalSince1970 + Double(zone.secondsFromGMT(for: next))
-                run.check(wall.truncatingRemainder(dividingBy: 60) == 0, seed: seed, input,
-                          "cron slot \(next) is not on a whole minute of the wall clock")
+                run.check(
+                    wall.truncatingRemainder(dividingBy: 60) == 0, seed: seed, input,
+                    "cron slot \(next) is not on a whole minute of the wall clock")
             }
-            run.check(schedule.previousDate(atOrBefore: next) == next, seed: seed, input,
-                      "the slot \(next) is not its own previous slot (got \(String(describing: schedule.previousDate(atOrBefore: next))))")
+            run.check(
+                schedule.previousDate(atOrBefore: next) == next, seed: seed, input,
+                "the slot \(next) is not its own previous slot (got \(String(describing: schedule.previousDate(atOrBefore: next))))"
+            )
             if let before = schedule.previousDate(atOrBefore: next.addingTimeInterval(-0.001)) {
-                run.check(before <= date, seed: seed, input,
-                          "slot \(before) lies between \(date) and its next slot \(next)")
+                run.check(
+                    before <= date, seed: seed, input,
+                    "slot \(before) lies between \(date) and its next slot \(next)")
             }
             if let previous = schedule.previousDate(atOrBefore: date) {
-                run.check(previous <= date, seed: seed, input, "previousDate(atOrBefore: \(date)) = \(previous) is later")
+                run.check(
+                    previous <= date, seed: seed, input, "previousDate(atOrBefore: \(date)) = \(previous) is later")
             }
         }
     }
@@ -591,9 +651,12 @@ struct ScheduleFuzzTests {
         var run = FuzzRun("schedule random", seed: 0xC202_6002)
         run.run(6000) { random, run in
             let seed = random.state
-            let text = random.chance(50)
+            let text =
+                random.chance(50)
                 ? Mutate.randomText(maxLength: 30, using: &random)
-                : String(decoding: (0..<random.int(0...24)).map { _ in UInt8.random(in: 0...255, using: &random) }, as: UTF8.self)
+                : String(
+                    decoding: (0..<random.int(0...24)).map { _ in UInt8.random(in: 0...255, using: &random) },
+                    as: UTF8.self)
             Self.check(text, zone: random.pick(Instants.zones), seed: seed, run: &run, random: &random)
         }
     }
@@ -627,7 +690,10 @@ struct ScheduleFuzzTests {
             #expect(schedule.previousDate(atOrBefore: date) == nil)
             _ = schedule.period(after: date)
         }
-        for date in [Date.distantFuture, .distantPast, Date(timeIntervalSince1970: 1e11 - 1), Date(timeIntervalSince1970: -1e11 + 1)] {
+        for date in [
+            Date.distantFuture, .distantPast, Date(timeIntervalSince1970: 1e11 - 1),
+            Date(timeIntervalSince1970: -1e11 + 1),
+        ] {
             if let next = schedule.nextDate(after: date) { #expect(next > date) }
             if let previous = schedule.previousDate(atOrBefore: date) { #expect(previous <= date) }
         }
@@ -639,10 +705,13 @@ struct ScheduleFuzzTests {
 @Suite("Fuzz: durations")
 struct DurationFuzzTests {
     static let units: [(symbol: String, nanoseconds: Int128)] = [
-        ("d", 86_400_000_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000),
+        ("d", 86_400_000_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000),
+        ("ms", 1_000_000),
     ]
-    static let fragments = ["0", "1", "9", ".", "d", "h", "m", "s", "ms", "us", "ns", " ", "-", "+", "e", "M", "S", "٣", "١",
-                            "\u{0}", "_", "00", "5", "99999999999999999999"]
+    static let fragments = [
+        "0", "1", "9", ".", "d", "h", "m", "s", "ms", "us", "ns", " ", "-", "+", "e", "M", "S", "٣", "١",
+        "\u{0}", "_", "00", "5", "99999999999999999999",
+    ]
 
     /// A random duration: log-uniform magnitude, sometimes a whole number of a unit.
     fileprivate static func randomDuration(using random: inout SplitMix64) -> Duration {
@@ -663,8 +732,9 @@ struct DurationFuzzTests {
             let seed = random.state
             let duration = Self.randomDuration(using: &random)
             let text = DurationText.format(duration)
-            run.check(DurationText.parse(text) == duration, seed: seed, "\(duration)",
-                      "format gave \(text.shown), which parses to \(String(describing: DurationText.parse(text)))")
+            run.check(
+                DurationText.parse(text) == duration, seed: seed, "\(duration)",
+                "format gave \(text.shown), which parses to \(String(describing: DurationText.parse(text)))")
         }
     }
 
@@ -695,21 +765,26 @@ struct DurationFuzzTests {
             }
             guard !text.isEmpty else { return }
             let expected: Duration? = exact && total <= Int128(Int64.max) ? .nanoseconds(Int64(total)) : nil
-            run.check(DurationText.parse(text) == expected, seed: seed, text.shown,
-                      "parsed to \(String(describing: DurationText.parse(text))), expected \(String(describing: expected))")
+            run.check(
+                DurationText.parse(text) == expected, seed: seed, text.shown,
+                "parsed to \(String(describing: DurationText.parse(text))), expected \(String(describing: expected))")
         }
     }
 
     /// What `parse` may accept: ASCII digits, at most one `.` per number, and the unit letters.
     static func looksLikeDuration(_ text: String) -> Bool {
-        text == "0" || (text.allSatisfy { "0123456789.dhms".contains($0) } && text.last.map { "dhms".contains($0) } == true
-                        && text.first?.isNumber == true)
+        text == "0"
+            || (text.allSatisfy { "0123456789.dhms".contains($0) } && text.last.map { "dhms".contains($0) } == true
+                && text.first?.isNumber == true)
     }
 
-    @Test("random and mutated text: no crash, nothing outside the grammar accepted, results non-negative and round-trip")
+    @Test(
+        "random and mutated text: no crash, nothing outside the grammar accepted, results non-negative and round-trip")
     func randomText() {
         var run = FuzzRun("duration random", seed: 0xD0_2028)
-        let valid = ["0", "500ms", "90s", "10m", "24h", "30d", "1h30m", "1.5h", "0.25ms", "106751d", "1d23h59m59s999ms"]
+        let valid = [
+            "0", "500ms", "90s", "10m", "24h", "30d", "1h30m", "1.5h", "0.25ms", "106751d", "1d23h59m59s999ms",
+        ]
         run.run(20_000) { random, run in
             let seed = random.state
             let text: String
@@ -720,14 +795,19 @@ struct DurationFuzzTests {
                 text = (0..<random.int(0...8)).map { _ in random.pick(Self.fragments) }.joined()
             default:
                 var mutated = random.pick(valid)
-                for _ in 0..<random.int(1...3) { mutated = Mutate.characters(mutated, fragments: Self.fragments, using: &random) }
+                for _ in 0..<random.int(1...3) {
+                    mutated = Mutate.characters(mutated, fragments: Self.fragments, using: &random)
+                }
                 text = mutated
             }
             guard let duration = DurationText.parse(text) else { return }
-            run.check(Self.looksLikeDuration(text), seed: seed, text.shown, "accepted text outside the grammar as \(duration)")
+            run.check(
+                Self.looksLikeDuration(text), seed: seed, text.shown, "accepted text outside the grammar as \(duration)"
+            )
             run.check(duration >= .zero, seed: seed, text.shown, "negative duration \(duration)")
-            run.check(DurationText.parse(DurationText.format(duration)) == duration, seed: seed, text.shown,
-                      "\(duration) formats as \(DurationText.format(duration)), which does not parse back")
+            run.check(
+                DurationText.parse(DurationText.format(duration)) == duration, seed: seed, text.shown,
+                "\(duration) formats as \(DurationText.format(duration)), which does not parse back")
         }
     }
 
@@ -756,13 +836,19 @@ struct DurationFuzzTests {
 
 @Suite("Fuzz: mail addresses")
 struct MailAddressFuzzTests {
-    static let valid = ["alice@example.org", "a@b.co", "first.last+tag@sub.example.com", "x_y-z@xn--bcher-kva.example",
-                        "!#$%&'*+-/=?^_`{|}~@example.org", "user@123.example.org", "a.b.c@d-e.f-g.h"]
-    static let fragments = ["@", ".", "-", "+", "..", " ", "\r", "\n", "\r\n", ",", "<", ">", "\"", "(", ")", "[", "]", "\\",
-                            ":", ";", "\0", "\t", "é", "日", "\u{2028}", "\u{301}", "\u{FEFF}", "\u{1F600}", "a", "Z", "9",
-                            "xn--", "@@", ".@", "@.", "%", "Bcc: x@y.z", "\u{FF20}"]
+    static let valid = [
+        "alice@example.org", "a@b.co", "first.last+tag@sub.example.com", "x_y-z@xn--bcher-kva.example",
+        "!#$%&'*+-/=?^_`{|}~@example.org", "user@123.example.org", "a.b.c@d-e.f-g.h",
+    ]
+    static let fragments = [
+        "@", ".", "-", "+", "..", " ", "\r", "\n", "\r\n", ",", "<", ">", "\"", "(", ")", "[", "]", "\\",
+        ":", ";", "\0", "\t", "é", "日", "\u{2028}", "\u{301}", "\u{FEFF}", "\u{1F600}", "a", "Z", "9",
+        "xn--", "@@", ".@", "@.", "%", "Bcc: x@y.z", "\u{FF20}",
+    ]
 
-    static let forbidden: Set<Character> = ["\r", "\n", " ", ",", "<", ">", "\0", "\t", "\"", "(", ")", "[", "]", "\\", ";", ":"]
+    static let forbidden: Set<Character> = [
+        "\r", "\n", " ", ",", "<", ">", "\0", "\t", "\"", "(", ")", "[", "]", "\\", ";", ":",
+    ]
     static let atext = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~".utf8)
     static let hostCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-".utf8)
 
@@ -770,24 +856,36 @@ struct MailAddressFuzzTests {
         let isValid = MailAddress.isValid(text)
         let constructed = try? MailAddress(text)
         let problem = MailAddress.problem(in: text)
-        run.check(isValid == (constructed != nil) && isValid == (problem == nil), seed: seed, text.shown,
-                  "isValid \(isValid), init \(constructed != nil), problem \(String(describing: problem))")
+        run.check(
+            isValid == (constructed != nil) && isValid == (problem == nil), seed: seed, text.shown,
+            "isValid \(isValid), init \(constructed != nil), problem \(String(describing: problem))")
         if let problem {
-            run.check(!problem.isEmpty && !hasControlCharacter(problem), seed: seed, text.shown,
-                      "problem description is not one line: \(problem.shown)")
+            run.check(
+                !problem.isEmpty && !hasControlCharacter(problem), seed: seed, text.shown,
+                "problem description is not one line: \(problem.shown)")
         }
         if let address = constructed {
-            run.check(!text.contains(where: Self.forbidden.contains), seed: seed, text.shown, "a valid address contains a forbidden character")
-            run.check(text.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }, seed: seed, text.shown,
-                      "a valid address is not printable ASCII")
-            run.check(text.utf8.count <= 254 && text.utf8.count { $0 == UInt8(ascii: "@") } == 1, seed: seed, text.shown,
-                      "a valid address is too long or has other than one @")
-            run.check(address.localPart + "@" + address.domain == text && address.address == text, seed: seed, text.shown,
-                      "local part and domain do not make up the address")
-            run.check(!address.localPart.isEmpty && address.domain.contains("."), seed: seed, text.shown, "empty local part or bare domain")
+            run.check(
+                !text.contains(where: Self.forbidden.contains), seed: seed, text.shown,
+                "a valid address contains a forbidden character")
+            run.check(
+                text.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }, seed: seed,
+                text.shown,
+                "a valid address is not printable ASCII")
+            run.check(
+                text.utf8.count <= 254 && text.utf8.count { $0 == UInt8(ascii: "@") } == 1, seed: seed, text.shown,
+                "a valid address is too long or has other than one @")
+            run.check(
+                address.localPart + "@" + address.domain == text && address.address == text, seed: seed, text.shown,
+                "local part and domain do not make up the address")
+            run.check(
+                !address.localPart.isEmpty && address.domain.contains("."), seed: seed, text.shown,
+                "empty local part or bare domain")
             // What the mail layer builds from it must stay one header line.
             if let mailbox = try? Mailbox(displayName: "Name", address: address) {
-                run.check(!hasControlCharacter(mailbox.description), seed: seed, text.shown, "mailbox has a control character")
+                run.check(
+                    !hasControlCharacter(mailbox.description), seed: seed, text.shown, "mailbox has a control character"
+                )
             }
         }
         // The configured `from` parser on the same text, and on it as a name-addr.
@@ -795,9 +893,12 @@ struct MailAddressFuzzTests {
         do {
             let form = forms[Int(seed % UInt64(forms.count))]
             if let mailbox = try? Mailbox(parsing: form) {
-                run.check(MailAddress.isValid(mailbox.address.address), seed: seed, form.shown, "Mailbox accepted an invalid address")
-                run.check(!hasControlCharacter(mailbox.description), seed: seed, form.shown,
-                          "Mailbox with a control character: \(mailbox.description.shown)")
+                run.check(
+                    MailAddress.isValid(mailbox.address.address), seed: seed, form.shown,
+                    "Mailbox accepted an invalid address")
+                run.check(
+                    !hasControlCharacter(mailbox.description), seed: seed, form.shown,
+                    "Mailbox with a control character: \(mailbox.description.shown)")
             }
         }
     }
@@ -822,8 +923,13 @@ struct MailAddressFuzzTests {
             let text: String
             switch random.int(0...2) {
             case 0: text = Mutate.randomText(maxLength: 40, using: &random)
-            case 1: text = String(decoding: (0..<random.int(0...40)).map { _ in UInt8.random(in: 0...255, using: &random) }, as: UTF8.self)
-            default: text = (0..<random.int(0...12)).map { _ in random.pick(Self.fragments + ["ab", "example", "org", "x"]) }.joined()
+            case 1:
+                text = String(
+                    decoding: (0..<random.int(0...40)).map { _ in UInt8.random(in: 0...255, using: &random) },
+                    as: UTF8.self)
+            default:
+                text = (0..<random.int(0...12)).map { _ in random.pick(Self.fragments + ["ab", "example", "org", "x"]) }
+                    .joined()
             }
             run.check(MailAddress.isValid(text) == Self.model(text), seed: seed, text.shown, "disagrees with the model")
             Self.check(text, seed: seed, run: &run)
@@ -843,7 +949,8 @@ struct MailAddressFuzzTests {
         guard labels.count >= 2 else { return false }
         for label in labels {
             guard (1...63).contains(label.count), label.allSatisfy(Self.hostCharacters.contains),
-                  label.first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-") else { return false }
+                label.first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-")
+            else { return false }
         }
         return !labels.last!.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
@@ -863,9 +970,13 @@ struct MailAddressFuzzTests {
             }
             if random.chance(50) { labels = labels.map { String($0.map { $0 == "-" ? "h" : $0 }) } }
             if random.chance(30) { labels[labels.count - 1] = random.pick(["org", "123", "x1", "c"]) }
-            let text = local + random.pick(["@", "@", "@", "@@", ""]) + labels.joined(separator: random.chance(95) ? "." : "..")
-            run.check(MailAddress.isValid(text) == Self.model(text), seed: seed, text.shown,
-                      "isValid \(MailAddress.isValid(text)), model \(Self.model(text)), problem \(String(describing: MailAddress.problem(in: text)))")
+            let text =
+                local + random.pick(["@", "@", "@", "@@", ""])
+                + labels.joined(separator: random.chance(95) ? "." : "..")
+            run.check(
+                MailAddress.isValid(text) == Self.model(text), seed: seed, text.shown,
+                "isValid \(MailAddress.isValid(text)), model \(Self.model(text)), problem \(String(describing: MailAddress.problem(in: text)))"
+            )
             Self.check(text, seed: seed, run: &run)
         }
         func label(_ count: Int) -> String { String(repeating: "a", count: count) }

@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 @Suite struct IdleMemoryTests {
     static let smaps = """
@@ -13,6 +14,8 @@ import Testing
         Anonymous:           344 kB
         55e56eeea000-55e56f0ea000 rw-p 00d40000 fe:00 16253359                   /usr/bin/caretaker
         Rss:                1020 kB
+        Private_Clean:       876 kB
+        Private_Dirty:       144 kB
         Anonymous:           144 kB
         55e56f0ea000-55e56f16a000 rw-p 00000000 00:00 0 
         Rss:                 244 kB
@@ -31,12 +34,16 @@ import Testing
         Anonymous:            40 kB
         """
 
-    @Test("smaps is read into mappings with their resident and anonymous sizes")
+    @Test("smaps is read into mappings with their resident, anonymous and private sizes")
     func parse() {
         let mappings = ProcessMapping.parse(Self.smaps)
         #expect(mappings.count == 8)
-        #expect(mappings[0] == ProcessMapping(start: 0x55e5_6e1a_7000, end: 0x55e5_6ee9_4000, permissions: "r-xp",
-                                              path: "/usr/bin/caretaker", residentBytes: 2944 * 1024, anonymousBytes: 0))
+        #expect(
+            mappings[0]
+                == ProcessMapping(
+                    start: 0x55e5_6e1a_7000, end: 0x55e5_6ee9_4000, permissions: "r-xp",
+                    path: "/usr/bin/caretaker", residentBytes: 2944 * 1024, anonymousBytes: 0))
+        #expect(mappings[2].privateBytes == (876 + 144) * 1024)
         #expect(mappings[3].path == "")
         #expect(mappings[5].path == "/usr/lib/old.so (deleted)")
         #expect(mappings[7].path == "[stack]")
@@ -45,8 +52,10 @@ import Testing
     @Test("only clean read-only pages of object files are dropped; .data with unwritten pages is paged out")
     func choice() {
         let mappings = ProcessMapping.parse(Self.smaps)
-        #expect(mappings.map(\.isReleasable) == [true, false, false, false, true, false, false, false],
-                "code and clean read-only data only: not relocated (anonymous) pages, not anonymous memory, not deleted files or devices")
+        #expect(
+            mappings.map(\.isReleasable) == [true, false, false, false, true, false, false, false],
+            "code and clean read-only data only: not relocated (anonymous) pages, not anonymous memory, not deleted files or devices"
+        )
         #expect(mappings.map(\.hasCleanFilePages) == [false, false, true, false, false, false, false, false])
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CaretakerCore
 
 @Suite struct MailMessageTests {
@@ -8,7 +9,9 @@ import Testing
     /// 2024-03-05 09:04:05 UTC, a Tuesday.
     static let date = Date(timeIntervalSince1970: 1_709_629_445)
 
-    func message(subject: String = "Your temporary password", body: String = "Temporary password: Ab3$defGhjkm\n")
+    func message(
+        subject: String = "Your temporary password", body: String = "Temporary password: Ab3$defGhjkm\n"
+    )
         -> MailMessage
     {
         MailMessage(from: Self.from, to: Self.to, subject: subject, body: body, date: Self.date)
@@ -121,7 +124,9 @@ import Testing
         #expect(split(text).header.allSatisfy { $0.utf8.count <= 78 })
         let value = try #require(header("From", in: text))
         #expect(value.hasSuffix(" <ops@example.org>"))
-        #expect(decodeEncodedWords(String(value.dropLast(" <ops@example.org>".count))) == name.trimmingCharacters(in: .whitespaces))
+        #expect(
+            decodeEncodedWords(String(value.dropLast(" <ops@example.org>".count)))
+                == name.trimmingCharacters(in: .whitespaces))
     }
 
     @Test func recipientDisplayNameIsRendered() throws {

@@ -1,19 +1,24 @@
-@testable import CaretakerCore
 import Foundation
 import Testing
+
+@testable import CaretakerCore
 
 /// The decisions and formats of `Monitoring/`, apart from the network and the database.
 @Suite struct MonitoringUnitTests {
     // MARK: Alert policy
 
-    @Test("alert policy: one alert on becoming unhealthy, nothing while it stays, one recovery, nothing on first healthy sight")
+    @Test(
+        "alert policy: one alert on becoming unhealthy, nothing while it stays, one recovery, nothing on first healthy sight"
+    )
     func alertPolicy() {
         let bad = AlertPolicy.Condition.unhealthy(cause: "last run failed: boom")
         #expect(AlertPolicy.decide(stored: nil, now: .healthy) == .remember)
         #expect(AlertPolicy.decide(stored: nil, now: bad) == .alert(cause: "last run failed: boom"))
         #expect(AlertPolicy.decide(stored: .healthy, now: bad) == .alert(cause: "last run failed: boom"))
         #expect(AlertPolicy.decide(stored: .unhealthy, now: bad) == .nothing)
-        #expect(AlertPolicy.decide(stored: .unhealthy, now: .unhealthy(cause: "stale")) == .nothing, "a new cause is the same incident")
+        #expect(
+            AlertPolicy.decide(stored: .unhealthy, now: .unhealthy(cause: "stale")) == .nothing,
+            "a new cause is the same incident")
         #expect(AlertPolicy.decide(stored: .unhealthy, now: .healthy) == .recover)
         #expect(AlertPolicy.decide(stored: .healthy, now: .healthy) == .nothing)
         #expect(AlertPolicy.stored(after: .nothing) == nil)
@@ -25,9 +30,12 @@ import Testing
     @Test("a job's condition is check's rule, and nothing to judge before its first finished run")
     func condition() {
         func job(healthy: Bool, lastRun: Double?) -> HistoryReadings.Job {
-            HistoryReadings.Job(name: "j", health: JobHealth(job: "j", healthy: healthy, reason: healthy ? "ok" : "last run failed: x",
-                                                            lastStatus: nil, lastSuccessAt: nil),
-                                lastSuccess: nil, lastRun: lastRun)
+            HistoryReadings.Job(
+                name: "j",
+                health: JobHealth(
+                    job: "j", healthy: healthy, reason: healthy ? "ok" : "last run failed: x",
+                    lastStatus: nil, lastSuccessAt: nil),
+                lastSuccess: nil, lastRun: lastRun)
         }
         #expect(AlertPolicy.condition(of: job(healthy: true, lastRun: 1)) == .healthy)
         #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: 1)) == .unhealthy(cause: "last run failed: x"))
@@ -38,8 +46,9 @@ import Testing
 
     @Test("alert and recovery texts name job, cause, last error and the history command")
     func alertText() {
-        let run = AlertMessage.LastRun(id: 42, status: "failed", error: "division by zero", host: "pi4", pid: 811,
-                                       startedAt: "2026-11-25 15:00:00 UTC")
+        let run = AlertMessage.LastRun(
+            id: 42, status: "failed", error: "division by zero", host: "pi4", pid: 811,
+            startedAt: "2026-11-25 15:00:00 UTC")
         let alert = AlertMessage.alert(job: "broken", cause: "last run failed: division by zero", lastRun: run)
         #expect(alert.subject == "[caretaker] broken is unhealthy")
         #expect(alert.body.contains("Cause: last run failed: division by zero"))
@@ -54,15 +63,20 @@ import Testing
 
     // MARK: Listener
 
-    @Test("listen addresses: IPv4 and bracketed IPv6 literals with a port; names and junk are refused",
-          arguments: [("127.0.0.1:9187", "127.0.0.1:9187"), ("0.0.0.0:0", "0.0.0.0:0"), ("[::1]:9187", "[::1]:9187"),
-                      ("localhost:9187", nil), ("127.0.0.1", nil), ("127.0.0.1:99999", nil), (":9187", nil),
-                      ("[::1]9187", nil), ("::1:9187", nil), ("127.0.0.1:+80", nil), ("127.0.0.1:", nil)] as [(String, String?)])
+    @Test(
+        "listen addresses: IPv4 and bracketed IPv6 literals with a port; names and junk are refused",
+        arguments: [
+            ("127.0.0.1:9187", "127.0.0.1:9187"), ("0.0.0.0:0", "0.0.0.0:0"), ("[::1]:9187", "[::1]:9187"),
+            ("localhost:9187", nil), ("127.0.0.1", nil), ("127.0.0.1:99999", nil), (":9187", nil),
+            ("[::1]9187", nil), ("::1:9187", nil), ("127.0.0.1:+80", nil), ("127.0.0.1:", nil),
+        ] as [(String, String?)])
     func listenAddress(text: String, expected: String?) {
         #expect(ListenAddress(metrics: text)?.description == expected)
     }
 
-    @Test("the responder: 200 with the text format for GET and HEAD /metrics, 404 elsewhere, 405 for other methods, 400 for junk")
+    @Test(
+        "the responder: 200 with the text format for GET and HEAD /metrics, 404 elsewhere, 405 for other methods, 400 for junk"
+    )
     func responses() {
         func respond(_ head: String) -> String {
             String(decoding: MetricsHTTPServer.response(to: Array(head.utf8)) { Array("up 1\n".utf8) }, as: UTF8.self)
@@ -103,11 +117,15 @@ import Testing
     @Test("a taken port is a clear error naming the address")
     func portTaken() throws {
         let first = try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:0")!)
-        #expect(throws: MonitoringError.self) { try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:\(first.port)")!) }
+        #expect(throws: MonitoringError.self) {
+            try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:\(first.port)")!)
+        }
         do {
             _ = try MetricsHTTPServer(ListenAddress(metrics: "127.0.0.1:\(first.port)")!)
         } catch {
-            #expect(error.description == "cannot listen on 127.0.0.1:\(first.port) ([metrics] listen): Address already in use")
+            #expect(
+                error.description
+                    == "cannot listen on 127.0.0.1:\(first.port) ([metrics] listen): Address already in use")
         }
     }
 
@@ -118,7 +136,9 @@ import Testing
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         try #require(result == 0)
         return fd
@@ -133,24 +153,31 @@ import Testing
         metrics.recordRun(job: "a", status: .failed, stats: JobStats([("rows", 3), ("none", 0)]), duration: 0.2)
         metrics.recordSkipped([.init(job: "a", reason: "missed while no worker ran", slots: 7)])
         func job(_ name: String, healthy: Bool) -> HistoryReadings.Job {
-            .init(name: name, health: JobHealth(job: name, healthy: healthy, reason: "", lastStatus: nil, lastSuccessAt: nil),
-                  lastSuccess: healthy ? 1_700_000_000 : nil, lastRun: 1_700_000_100)
+            .init(
+                name: name,
+                health: JobHealth(job: name, healthy: healthy, reason: "", lastStatus: nil, lastSuccessAt: nil),
+                lastSuccess: healthy ? 1_700_000_000 : nil, lastRun: 1_700_000_100)
         }
         metrics.update(HistoryReadings(jobs: [job("a", healthy: false), job("b", healthy: true)]))
         var text = String(decoding: metrics.exposition(), as: UTF8.self)
-        for line in ["caretaker_build_info{version=\"1.2.3\"} 1.0", "caretaker_database_up 1.0",
-                     "caretaker_job_runs_total{job=\"a\",status=\"failed\"} 1", "caretaker_job_runs_total{job=\"b\",status=\"failed\"} 0",
-                     "caretaker_job_stat_total{job=\"a\",stat=\"rows\"} 3",
-                     "caretaker_job_skipped_slots_total{job=\"a\",reason=\"missed_while_no_worker_ran\"} 7",
-                     "caretaker_job_healthy{job=\"a\"} 0.0", "caretaker_job_healthy{job=\"b\"} 1.0",
-                     "caretaker_job_last_success_timestamp_seconds{job=\"b\"} 1700000000.0",
-                     "caretaker_job_duration_seconds_bucket{job=\"a\",le=\"0.25\"} 1", "caretaker_job_duration_seconds_count{job=\"a\"} 1",
-                     "# TYPE caretaker_job_duration_seconds histogram", "# TYPE caretaker_job_runs_total counter",
-                     "# HELP caretaker_job_healthy 1 when the job is healthy by the rule of `caretaker check`, else 0."] {
+        for line in [
+            "caretaker_build_info{version=\"1.2.3\"} 1.0", "caretaker_database_up 1.0",
+            "caretaker_job_runs_total{job=\"a\",status=\"failed\"} 1",
+            "caretaker_job_runs_total{job=\"b\",status=\"failed\"} 0",
+            "caretaker_job_stat_total{job=\"a\",stat=\"rows\"} 3",
+            "caretaker_job_skipped_slots_total{job=\"a\",reason=\"missed_while_no_worker_ran\"} 7",
+            "caretaker_job_healthy{job=\"a\"} 0.0", "caretaker_job_healthy{job=\"b\"} 1.0",
+            "caretaker_job_last_success_timestamp_seconds{job=\"b\"} 1700000000.0",
+            "caretaker_job_duration_seconds_bucket{job=\"a\",le=\"0.25\"} 1",
+            "caretaker_job_duration_seconds_count{job=\"a\"} 1",
+            "# TYPE caretaker_job_duration_seconds histogram", "# TYPE caretaker_job_runs_total counter",
+            "# HELP caretaker_job_healthy 1 when the job is healthy by the rule of `caretaker check`, else 0.",
+        ] {
             #expect(text.contains(line + "\n"), "\(line)\n---\n\(text)")
         }
         #expect(!text.contains("stat=\"none\""), "a counter that stayed zero makes no series")
-        #expect(!text.contains("caretaker_job_last_success_timestamp_seconds{job=\"a\"}"), "never succeeded: no timestamp")
+        #expect(
+            !text.contains("caretaker_job_last_success_timestamp_seconds{job=\"a\"}"), "never succeeded: no timestamp")
         metrics.update(HistoryReadings(jobs: [job("b", healthy: true)]))
         metrics.databaseUnavailable()
         text = String(decoding: metrics.exposition(), as: UTF8.self)
@@ -158,10 +185,13 @@ import Testing
         #expect(text.contains("caretaker_database_up 0.0\n"))
     }
 
-    @Test("skip reasons become short labels", arguments: [
-        (JobRunner.SkipReason.missedWhileDown.text, "missed_while_no_worker_ran"),
-        (JobRunner.SkipReason.previousRunStillGoing.text, "previous_run_still_going"),
-        (JobRunner.SkipReason.noFreePlace.text, "no_free_place"), ("", "other")])
+    @Test(
+        "skip reasons become short labels",
+        arguments: [
+            (JobRunner.SkipReason.missedWhileDown.text, "missed_while_no_worker_ran"),
+            (JobRunner.SkipReason.previousRunStillGoing.text, "previous_run_still_going"),
+            (JobRunner.SkipReason.noFreePlace.text, "no_free_place"), ("", "other"),
+        ])
     func skipLabels(text: String, label: String) {
         #expect(CaretakerMetrics.skipReasonLabel(text) == label)
     }
@@ -185,7 +215,9 @@ import Testing
         try TextfileWriter.write(Array("b 2\n".utf8), to: path)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "b 2\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["caretaker.prom"])
-        #expect(throws: MonitoringError.self) { try TextfileWriter.write([], to: directory + "/missing/caretaker.prom") }
+        #expect(throws: MonitoringError.self) {
+            try TextfileWriter.write([], to: directory + "/missing/caretaker.prom")
+        }
     }
 
     @Test("ages for people")
@@ -207,7 +239,8 @@ import Testing
         #expect(defaults.metrics == MetricsOptions())
         #expect(defaults.metrics.listen.isEmpty && defaults.metrics.textfile.isEmpty && defaults.alerts.mailTo.isEmpty)
         #expect(defaults.jobs.allSatisfy { $0.pingURL.isEmpty })
-        let set = try ConfigurationLoader.parse("""
+        let set = try ConfigurationLoader.parse(
+            """
             [metrics]
             listen = "[::1]:9187"
             textfile = "/var/lib/prometheus/node-exporter/caretaker.prom"
@@ -222,13 +255,18 @@ import Testing
         #expect(set.job(named: "prune")?.pingURL == "https://hc-ping.com/x")
     }
 
-    @Test("bad monitoring values are configuration errors naming line and key", arguments: [
-        ("[metrics]\nlisten = \"localhost:9187\"\n", "metrics.listen", "must be IP:PORT"),
-        ("[metrics]\ntextfile = \"caretaker.prom\"\n", "metrics.textfile", "must be an absolute file path"),
-        ("[metrics]\nport = 9187\n", "metrics.port", "unknown key"),
-        ("[alerts]\nmail_to = \"ops@example.org, dev@example.org\"\n", "alerts.mail_to", "is not one mail address"),
-        ("[jobs.prune]\nping_url = \"hc-ping.com/x\"\n", "jobs.prune.ping_url", "must start with http:// or https://"),
-    ])
+    @Test(
+        "bad monitoring values are configuration errors naming line and key",
+        arguments: [
+            ("[metrics]\nlisten = \"localhost:9187\"\n", "metrics.listen", "must be IP:PORT"),
+            ("[metrics]\ntextfile = \"caretaker.prom\"\n", "metrics.textfile", "must be an absolute file path"),
+            ("[metrics]\nport = 9187\n", "metrics.port", "unknown key"),
+            ("[alerts]\nmail_to = \"ops@example.org, dev@example.org\"\n", "alerts.mail_to", "is not one mail address"),
+            (
+                "[jobs.prune]\nping_url = \"hc-ping.com/x\"\n", "jobs.prune.ping_url",
+                "must start with http:// or https://"
+            ),
+        ])
     func badValues(text: String, key: String, message: String) {
         do {
             _ = try ConfigurationLoader.parse(text, file: "jobs.toml")

@@ -18,25 +18,33 @@ import Testing
 
     @Test("two connections open at once on the same server process prove a pooler")
     func sameProcessForBoth() {
-        #expect(check([(.first, 10), (.second, 10)]).evidence
-            == "two connections open at the same time both ran on server process 10")
-        #expect(check([(.first, 10), (.second, 11), (.first, 11)]).evidence?.hasPrefix("one connection's") == true,
-                "a connection that moved is named first")
+        #expect(
+            check([(.first, 10), (.second, 10)]).evidence
+                == "two connections open at the same time both ran on server process 10")
+        #expect(
+            check([(.first, 10), (.second, 11), (.first, 11)]).evidence?.hasPrefix("one connection's") == true,
+            "a connection that moved is named first")
     }
 
     @Test("one connection moving to another server process proves a pooler, on either side")
     func connectionMoved() {
-        #expect(check([(.first, 10), (.second, 11), (.first, 12)]).evidence
-            == "one connection's statements ran on server processes 10, 12")
-        #expect(check([(.first, 10), (.second, 11), (.first, 10), (.second, 12), (.first, 10), (.second, 11)]).evidence
-            == "one connection's statements ran on server processes 11, 12")
+        #expect(
+            check([(.first, 10), (.second, 11), (.first, 12)]).evidence
+                == "one connection's statements ran on server processes 10, 12")
+        #expect(
+            check([(.first, 10), (.second, 11), (.first, 10), (.second, 12), (.first, 10), (.second, 11)]).evidence
+                == "one connection's statements ran on server processes 11, 12")
     }
 
     @Test("the verdicts' sentences: the problem names the cause and both fixes")
     func sentences() {
-        let shared = PoolerCheck.Verdict.sharedSessions(evidence: "two connections open at the same time both ran on server process 10")
+        let shared = PoolerCheck.Verdict.sharedSessions(
+            evidence: "two connections open at the same time both ran on server process 10")
         #expect(!shared.keepsOwnSessions)
-        #expect("\(shared)".contains("pooler in transaction or statement mode (two connections open at the same time both ran on server process 10)"))
+        #expect(
+            "\(shared)".contains(
+                "pooler in transaction or statement mode (two connections open at the same time both ran on server process 10)"
+            ))
         #expect("\(shared)".contains("set pool_mode = session"))
         #expect("\(shared)".contains("connect caretaker to PostgreSQL directly"))
         #expect(PoolerCheck.Verdict.ownSessions(pooled: true).keepsOwnSessions)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CaretakerCore
 @testable import CaretakerSchedule
 
@@ -69,51 +70,55 @@ private let utc = ZoneInfo.utc
 
 @Suite("Schedule parsing")
 struct ScheduleParsingTests {
-    @Test("accepts every documented form", arguments: [
-        "*/5 * * * *", "0 3 * * 1-5", "0,30 9,17 * * *", "10-50/10 * * * *", "5/15 * * * *",
-        "0 0 1 jan,JUL *", "0 12 * * Mon-FRI", "0 0 * * 7", "0 0 * * sat-sun", "0 0 1-7 * mon",
-        "  0 3 * * *  ", "0\t3 * *  *", "@hourly", "@daily", "@midnight", "@weekly", "@monthly",
-        "@yearly", "@annually", "@DAILY", "@every 90s", "@every 1h30m", "@every 1.5s", "@EVERY  10m",
-    ])
+    @Test(
+        "accepts every documented form",
+        arguments: [
+            "*/5 * * * *", "0 3 * * 1-5", "0,30 9,17 * * *", "10-50/10 * * * *", "5/15 * * * *",
+            "0 0 1 jan,JUL *", "0 12 * * Mon-FRI", "0 0 * * 7", "0 0 * * sat-sun", "0 0 1-7 * mon",
+            "  0 3 * * *  ", "0\t3 * *  *", "@hourly", "@daily", "@midnight", "@weekly", "@monthly",
+            "@yearly", "@annually", "@DAILY", "@every 90s", "@every 1h30m", "@every 1.5s", "@EVERY  10m",
+        ])
     func acceptsValid(text: String) throws {
         let schedule = try Schedule(parsing: text, timeZone: utc)
         #expect(schedule.text == text.trimmingCharacters(in: .whitespaces))
         #expect(schedule.description == schedule.text)
     }
 
-    @Test("rejects invalid schedules with a message saying what is wrong", arguments: [
-        ("", "empty"),
-        ("   ", "empty"),
-        ("* * * *", "4 fields; expected 5"),
-        ("* * * * * *", "6 fields; expected 5"),
-        ("60 * * * *", "minute field: 60 is out of range; expected 0-59"),
-        ("* 24 * * *", "hour field: 24 is out of range; expected 0-23"),
-        ("* * 0 * *", "day-of-month field: 0 is out of range; expected 1-31"),
-        ("* * 32 * *", "day-of-month field: 32 is out of range"),
-        ("* * * 13 *", "month field: 13 is out of range; expected 1-12 or jan-dec"),
-        ("* * * * 8", "day-of-week field: 8 is out of range; expected 0-7"),
-        ("*/0 * * * *", "minute field: step \"0\""),
-        ("*/x * * * *", "minute field: step \"x\""),
-        ("*/ * * * *", "minute field: step \"\""),
-        ("1/2/3 * * * *", "more than one \"/\""),
-        ("5-1 * * * *", "minute field: range \"5-1\" runs backwards"),
-        ("1-2-3 * * * *", "not a value or a range"),
-        ("1,,2 * * * *", "empty list item"),
-        ("1, * * * *", "empty list item"),
-        ("mon * * * *", "minute field: \"mon\" is not a valid value; expected 0-59"),
-        ("* * * jan-foo *", "month field: \"foo\" is not a valid value; expected 1-12 or jan-dec"),
-        ("* * * * monday", "day-of-week field: \"monday\""),
-        ("-5 * * * *", "minute field: \"\" is not a valid value"),
-        ("@fortnightly", "unknown macro @fortnightly"),
-        ("@reboot", "unknown macro @reboot"),
-        ("@daily 3", "@daily takes no argument"),
-        ("@every", "\"\" is not a duration"),
-        ("@every 90", "\"90\" is not a duration"),
-        ("@every -5s", "\"-5s\" is not a duration"),
-        ("@every 0s", "at least 1s"),
-        ("@every 500ms", "at least 1s"),
-        ("@every 1.0005s", "whole number of milliseconds"),
-    ])
+    @Test(
+        "rejects invalid schedules with a message saying what is wrong",
+        arguments: [
+            ("", "empty"),
+            ("   ", "empty"),
+            ("* * * *", "4 fields; expected 5"),
+            ("* * * * * *", "6 fields; expected 5"),
+            ("60 * * * *", "minute field: 60 is out of range; expected 0-59"),
+            ("* 24 * * *", "hour field: 24 is out of range; expected 0-23"),
+            ("* * 0 * *", "day-of-month field: 0 is out of range; expected 1-31"),
+            ("* * 32 * *", "day-of-month field: 32 is out of range"),
+            ("* * * 13 *", "month field: 13 is out of range; expected 1-12 or jan-dec"),
+            ("* * * * 8", "day-of-week field: 8 is out of range; expected 0-7"),
+            ("*/0 * * * *", "minute field: step \"0\""),
+            ("*/x * * * *", "minute field: step \"x\""),
+            ("*/ * * * *", "minute field: step \"\""),
+            ("1/2/3 * * * *", "more than one \"/\""),
+            ("5-1 * * * *", "minute field: range \"5-1\" runs backwards"),
+            ("1-2-3 * * * *", "not a value or a range"),
+            ("1,,2 * * * *", "empty list item"),
+            ("1, * * * *", "empty list item"),
+            ("mon * * * *", "minute field: \"mon\" is not a valid value; expected 0-59"),
+            ("* * * jan-foo *", "month field: \"foo\" is not a valid value; expected 1-12 or jan-dec"),
+            ("* * * * monday", "day-of-week field: \"monday\""),
+            ("-5 * * * *", "minute field: \"\" is not a valid value"),
+            ("@fortnightly", "unknown macro @fortnightly"),
+            ("@reboot", "unknown macro @reboot"),
+            ("@daily 3", "@daily takes no argument"),
+            ("@every", "\"\" is not a duration"),
+            ("@every 90", "\"90\" is not a duration"),
+            ("@every -5s", "\"-5s\" is not a duration"),
+            ("@every 0s", "at least 1s"),
+            ("@every 500ms", "at least 1s"),
+            ("@every 1.0005s", "whole number of milliseconds"),
+        ])
     func rejectsInvalid(text: String, fragment: String) {
         #expect {
             _ = try Schedule(parsing: text, timeZone: utc)
@@ -151,57 +156,75 @@ struct ScheduleParsingTests {
 @Suite("Cron fields")
 struct CronFieldTests {
     @Test func everyFiveMinutes() throws {
-        #expect(try slots("*/5 * * * *", after: "2026-01-01T00:00:00Z", count: 3)
-            == ["2026-01-01 00:05 +00:00", "2026-01-01 00:10 +00:00", "2026-01-01 00:15 +00:00"])
+        #expect(
+            try slots("*/5 * * * *", after: "2026-01-01T00:00:00Z", count: 3)
+                == ["2026-01-01 00:05 +00:00", "2026-01-01 00:10 +00:00", "2026-01-01 00:15 +00:00"])
     }
 
     @Test func strictlyAfterAndFractionalSeconds() throws {
-        #expect(try slots("*/15 * * * *", after: "2026-01-01T10:07:00Z", count: 4)
-            == ["2026-01-01 10:15 +00:00", "2026-01-01 10:30 +00:00", "2026-01-01 10:45 +00:00",
-                "2026-01-01 11:00 +00:00"])
+        #expect(
+            try slots("*/15 * * * *", after: "2026-01-01T10:07:00Z", count: 4)
+                == [
+                    "2026-01-01 10:15 +00:00", "2026-01-01 10:30 +00:00", "2026-01-01 10:45 +00:00",
+                    "2026-01-01 11:00 +00:00",
+                ])
         #expect(try slots("*/5 * * * *", after: "2026-01-01T10:04:59.500Z", count: 1) == ["2026-01-01 10:05 +00:00"])
         #expect(try slots("*/5 * * * *", after: "2026-01-01T10:05:00Z", count: 1) == ["2026-01-01 10:10 +00:00"])
         #expect(try slots("*/5 * * * *", after: "2026-01-01T10:05:00.001Z", count: 1) == ["2026-01-01 10:10 +00:00"])
     }
 
     @Test func rangeWithStep() throws {
-        #expect(try slots("10-50/10 * * * *", after: "2026-01-01T00:00:00Z", count: 6)
-            == ["2026-01-01 00:10 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:30 +00:00",
-                "2026-01-01 00:40 +00:00", "2026-01-01 00:50 +00:00", "2026-01-01 01:10 +00:00"])
+        #expect(
+            try slots("10-50/10 * * * *", after: "2026-01-01T00:00:00Z", count: 6)
+                == [
+                    "2026-01-01 00:10 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:30 +00:00",
+                    "2026-01-01 00:40 +00:00", "2026-01-01 00:50 +00:00", "2026-01-01 01:10 +00:00",
+                ])
     }
 
     @Test func startWithStep() throws {
-        #expect(try slots("5/15 * * * *", after: "2026-01-01T00:00:00Z", count: 5)
-            == ["2026-01-01 00:05 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:35 +00:00",
-                "2026-01-01 00:50 +00:00", "2026-01-01 01:05 +00:00"])
+        #expect(
+            try slots("5/15 * * * *", after: "2026-01-01T00:00:00Z", count: 5)
+                == [
+                    "2026-01-01 00:05 +00:00", "2026-01-01 00:20 +00:00", "2026-01-01 00:35 +00:00",
+                    "2026-01-01 00:50 +00:00", "2026-01-01 01:05 +00:00",
+                ])
     }
 
     @Test func lists() throws {
-        #expect(try slots("0,30 9,17 * * *", after: "2026-01-01T00:00:00Z", count: 5)
-            == ["2026-01-01 09:00 +00:00", "2026-01-01 09:30 +00:00", "2026-01-01 17:00 +00:00",
-                "2026-01-01 17:30 +00:00", "2026-01-02 09:00 +00:00"])
+        #expect(
+            try slots("0,30 9,17 * * *", after: "2026-01-01T00:00:00Z", count: 5)
+                == [
+                    "2026-01-01 09:00 +00:00", "2026-01-01 09:30 +00:00", "2026-01-01 17:00 +00:00",
+                    "2026-01-01 17:30 +00:00", "2026-01-02 09:00 +00:00",
+                ])
     }
 
     @Test func weekdayRange() throws {
         // 2026-01-02 is a Friday.
-        #expect(try slots("0 3 * * 1-5", after: "2026-01-02T04:00:00Z", count: 3)
-            == ["2026-01-05 03:00 +00:00", "2026-01-06 03:00 +00:00", "2026-01-07 03:00 +00:00"])
+        #expect(
+            try slots("0 3 * * 1-5", after: "2026-01-02T04:00:00Z", count: 3)
+                == ["2026-01-05 03:00 +00:00", "2026-01-06 03:00 +00:00", "2026-01-07 03:00 +00:00"])
     }
 
     @Test func namesAreCaseInsensitive() throws {
-        #expect(try slots("0 12 * * Mon-FRI", after: "2026-01-02T13:00:00Z", count: 2)
-            == ["2026-01-05 12:00 +00:00", "2026-01-06 12:00 +00:00"])
-        #expect(try slots("0 0 1 jan,JUL *", after: "2026-01-01T00:00:00Z", count: 2)
-            == ["2026-07-01 00:00 +00:00", "2027-01-01 00:00 +00:00"])
-        #expect(try slots("0 0 1 mar-may/2 *", after: "2026-01-01T00:00:00Z", count: 2)
-            == ["2026-03-01 00:00 +00:00", "2026-05-01 00:00 +00:00"])
+        #expect(
+            try slots("0 12 * * Mon-FRI", after: "2026-01-02T13:00:00Z", count: 2)
+                == ["2026-01-05 12:00 +00:00", "2026-01-06 12:00 +00:00"])
+        #expect(
+            try slots("0 0 1 jan,JUL *", after: "2026-01-01T00:00:00Z", count: 2)
+                == ["2026-07-01 00:00 +00:00", "2027-01-01 00:00 +00:00"])
+        #expect(
+            try slots("0 0 1 mar-may/2 *", after: "2026-01-01T00:00:00Z", count: 2)
+                == ["2026-03-01 00:00 +00:00", "2026-05-01 00:00 +00:00"])
     }
 
     @Test("Sunday is 0, 7 or sun", arguments: ["0 0 * * 0", "0 0 * * 7", "0 0 * * sun", "0 0 * * SUN"])
     func sunday(text: String) throws {
         // 2026-01-04 is a Sunday.
-        #expect(try slots(text, after: "2026-01-01T00:00:00Z", count: 2)
-            == ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"])
+        #expect(
+            try slots(text, after: "2026-01-01T00:00:00Z", count: 2)
+                == ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"])
     }
 
     @Test func weekendRangesEndingOnSunday() throws {
@@ -212,20 +235,25 @@ struct CronFieldTests {
     }
 
     @Test func thirtyFirstSkipsShortMonths() throws {
-        #expect(try slots("0 0 31 * *", after: "2026-01-01T00:00:00Z", count: 5)
-            == ["2026-01-31 00:00 +00:00", "2026-03-31 00:00 +00:00", "2026-05-31 00:00 +00:00",
-                "2026-07-31 00:00 +00:00", "2026-08-31 00:00 +00:00"])
+        #expect(
+            try slots("0 0 31 * *", after: "2026-01-01T00:00:00Z", count: 5)
+                == [
+                    "2026-01-31 00:00 +00:00", "2026-03-31 00:00 +00:00", "2026-05-31 00:00 +00:00",
+                    "2026-07-31 00:00 +00:00", "2026-08-31 00:00 +00:00",
+                ])
         #expect(try previous("0 0 31 * *", atOrBefore: "2026-05-01T00:00:00Z") == "2026-03-31 00:00 +00:00")
     }
 
     @Test func leapDayOnlyInLeapYears() throws {
-        #expect(try slots("0 0 29 2 *", after: "2026-01-01T00:00:00Z", count: 3)
-            == ["2028-02-29 00:00 +00:00", "2032-02-29 00:00 +00:00", "2036-02-29 00:00 +00:00"])
+        #expect(
+            try slots("0 0 29 2 *", after: "2026-01-01T00:00:00Z", count: 3)
+                == ["2028-02-29 00:00 +00:00", "2032-02-29 00:00 +00:00", "2036-02-29 00:00 +00:00"])
         // 2100 is not a leap year: the longest gap, still inside the 8-year search.
         #expect(try slots("0 0 29 2 *", after: "2096-03-01T00:00:00Z", count: 1) == ["2104-02-29 00:00 +00:00"])
         #expect(try previous("0 0 29 2 *", atOrBefore: "2104-02-28T00:00:00Z") == "2096-02-29 00:00 +00:00")
-        #expect(try slots("0 0 28-29 feb *", after: "2027-01-01T00:00:00Z", count: 3)
-            == ["2027-02-28 00:00 +00:00", "2028-02-28 00:00 +00:00", "2028-02-29 00:00 +00:00"])
+        #expect(
+            try slots("0 0 28-29 feb *", after: "2027-01-01T00:00:00Z", count: 3)
+                == ["2027-02-28 00:00 +00:00", "2028-02-28 00:00 +00:00", "2028-02-29 00:00 +00:00"])
     }
 
     @Test("impossible expressions end instead of looping", arguments: ["0 0 30 2 *", "0 0 31 4,6,9,11 *"])
@@ -238,41 +266,51 @@ struct CronFieldTests {
 
     @Test func dayOfMonthOrDayOfWeekWhenBothRestricted() throws {
         // The 13th or any Friday. April 2026: Fridays 3, 10, 17, 24; the 13th is a Monday.
-        #expect(try slots("0 0 13 * 5", after: "2026-04-01T00:00:00Z", count: 5)
-            == ["2026-04-03 00:00 +00:00", "2026-04-10 00:00 +00:00", "2026-04-13 00:00 +00:00",
-                "2026-04-17 00:00 +00:00", "2026-04-24 00:00 +00:00"])
+        #expect(
+            try slots("0 0 13 * 5", after: "2026-04-01T00:00:00Z", count: 5)
+                == [
+                    "2026-04-03 00:00 +00:00", "2026-04-10 00:00 +00:00", "2026-04-13 00:00 +00:00",
+                    "2026-04-17 00:00 +00:00", "2026-04-24 00:00 +00:00",
+                ])
         #expect(try slots("0 0 1-7 * mon", after: "2026-04-01T00:00:00Z", count: 8).count == 8)
     }
 
     @Test func starredDayFieldMeansBothMustMatch() throws {
         // Vixie cron: a day field starting with "*" (even "*/2") makes the rule AND.
         // Mondays of April–May 2026: 6, 13, 20, 27, 4, 11, …; odd ones: 13, 27, 11.
-        #expect(try slots("0 0 */2 * 1", after: "2026-04-01T00:00:00Z", count: 3)
-            == ["2026-04-13 00:00 +00:00", "2026-04-27 00:00 +00:00", "2026-05-11 00:00 +00:00"])
-        #expect(try slots("0 0 * * 1", after: "2026-04-01T00:00:00Z", count: 2)
-            == ["2026-04-06 00:00 +00:00", "2026-04-13 00:00 +00:00"])
-        #expect(try slots("0 0 13 * *", after: "2026-04-01T00:00:00Z", count: 2)
-            == ["2026-04-13 00:00 +00:00", "2026-05-13 00:00 +00:00"])
+        #expect(
+            try slots("0 0 */2 * 1", after: "2026-04-01T00:00:00Z", count: 3)
+                == ["2026-04-13 00:00 +00:00", "2026-04-27 00:00 +00:00", "2026-05-11 00:00 +00:00"])
+        #expect(
+            try slots("0 0 * * 1", after: "2026-04-01T00:00:00Z", count: 2)
+                == ["2026-04-06 00:00 +00:00", "2026-04-13 00:00 +00:00"])
+        #expect(
+            try slots("0 0 13 * *", after: "2026-04-01T00:00:00Z", count: 2)
+                == ["2026-04-13 00:00 +00:00", "2026-05-13 00:00 +00:00"])
     }
 
-    @Test("macros", arguments: [
-        ("@hourly", ["2026-01-01 11:00 +00:00", "2026-01-01 12:00 +00:00"]),
-        ("@daily", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
-        ("@midnight", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
-        ("@weekly", ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"]),
-        ("@monthly", ["2026-02-01 00:00 +00:00", "2026-03-01 00:00 +00:00"]),
-        ("@yearly", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
-        ("@annually", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
-    ])
+    @Test(
+        "macros",
+        arguments: [
+            ("@hourly", ["2026-01-01 11:00 +00:00", "2026-01-01 12:00 +00:00"]),
+            ("@daily", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
+            ("@midnight", ["2026-01-02 00:00 +00:00", "2026-01-03 00:00 +00:00"]),
+            ("@weekly", ["2026-01-04 00:00 +00:00", "2026-01-11 00:00 +00:00"]),
+            ("@monthly", ["2026-02-01 00:00 +00:00", "2026-03-01 00:00 +00:00"]),
+            ("@yearly", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
+            ("@annually", ["2027-01-01 00:00 +00:00", "2028-01-01 00:00 +00:00"]),
+        ])
     func macros(text: String, expected: [String]) throws {
         #expect(try slots(text, after: "2026-01-01T10:30:00Z", count: 2) == expected)
     }
 
     @Test func evaluatedInTheScheduleTimeZone() throws {
-        #expect(try slots("@daily", "Europe/Berlin", after: "2026-01-01T10:30:00Z", count: 1)
-            == ["2026-01-02 00:00 +01:00"])
-        #expect(try slots("0 9 * * *", "Asia/Kolkata", after: "2026-01-01T00:00:00Z", count: 1)
-            == ["2026-01-01 09:00 +05:30"])
+        #expect(
+            try slots("@daily", "Europe/Berlin", after: "2026-01-01T10:30:00Z", count: 1)
+                == ["2026-01-02 00:00 +01:00"])
+        #expect(
+            try slots("0 9 * * *", "Asia/Kolkata", after: "2026-01-01T00:00:00Z", count: 1)
+                == ["2026-01-01 09:00 +05:30"])
     }
 
     @Test func previousDate() throws {
@@ -316,14 +354,20 @@ struct EveryTests {
         // 2026-01-01T00:00:00Z = 1_767_225_600 s, a multiple of 90.
         #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")), utc) == "2026-01-01 00:01:30 +00:00")
         #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:01Z")), utc) == "2026-01-01 00:01:30 +00:00")
-        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:01:29.999Z")), utc) == "2026-01-01 00:01:30 +00:00")
-        #expect(local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:29Z")), utc) == "2026-01-01 00:00 +00:00")
-        #expect(local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:30Z")), utc) == "2026-01-01 00:01:30 +00:00")
+        #expect(
+            local(schedule.nextDate(after: instant("2026-01-01T00:01:29.999Z")), utc) == "2026-01-01 00:01:30 +00:00")
+        #expect(
+            local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:29Z")), utc) == "2026-01-01 00:00 +00:00")
+        #expect(
+            local(schedule.previousDate(atOrBefore: instant("2026-01-01T00:01:30Z")), utc)
+                == "2026-01-01 00:01:30 +00:00")
     }
 
-    @Test("every instance computes the same slots", arguments: [
-        "2026-05-17T08:13:07Z", "2026-05-17T08:13:07.250Z", "2026-05-17T08:19:59Z", "2026-05-17T08:14:00Z",
-    ])
+    @Test(
+        "every instance computes the same slots",
+        arguments: [
+            "2026-05-17T08:13:07Z", "2026-05-17T08:13:07.250Z", "2026-05-17T08:19:59Z", "2026-05-17T08:14:00Z",
+        ])
     func sameSlotsFromAnyStart(start: String) throws {
         let schedule = try Schedule(parsing: "@every 7m", timeZone: utc)
         let next = try #require(schedule.nextDate(after: instant(start)))
@@ -345,7 +389,8 @@ struct EveryTests {
 
     @Test func millisecondIntervals() throws {
         let schedule = try Schedule(parsing: "@every 1.5s", timeZone: utc)
-        #expect(local(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")), utc) == "2026-01-01 00:00:01.500 +00:00")
+        #expect(
+            local(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")), utc) == "2026-01-01 00:00:01.500 +00:00")
         let slot = try #require(schedule.nextDate(after: instant("2026-01-01T00:00:00Z")))
         #expect(schedule.previousDate(atOrBefore: slot) == slot)
         #expect(schedule.nextDate(after: slot) == instant("2026-01-01T00:00:03Z"))
@@ -353,8 +398,9 @@ struct EveryTests {
 
     @Test func acrossDSTNothingChanges() throws {
         let schedule = try Schedule(parsing: "@every 30m", timeZone: zone("Europe/Berlin"))
-        #expect(try slots("@every 30m", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
-            == ["2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00"])
+        #expect(
+            try slots("@every 30m", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
+                == ["2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00"])
         #expect(schedule.period(after: instant("2026-03-29T01:00:00+01:00")) == .seconds(1800))
     }
 }
@@ -368,89 +414,131 @@ struct DaylightSavingTests {
     // America/Santiago 2026-04-05: 00:00 → Saturday 23:00 (-03 → -04); 2026-09-06: 00:00 → 01:00.
 
     @Test func berlinSpringForwardRunsAFixedTimeJobRightAfterTheGap() throws {
-        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-03-28T00:00:00+01:00", count: 3)
-            == ["2026-03-28 02:30 +01:00", "2026-03-29 03:00 +02:00", "2026-03-30 02:30 +02:00"])
-        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T23:00:00+02:00")
-            == "2026-03-29 03:00 +02:00")
-        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T02:59:59+02:00")
-            == "2026-03-28 02:30 +01:00")
+        #expect(
+            try slots("30 2 * * *", "Europe/Berlin", after: "2026-03-28T00:00:00+01:00", count: 3)
+                == ["2026-03-28 02:30 +01:00", "2026-03-29 03:00 +02:00", "2026-03-30 02:30 +02:00"])
+        #expect(
+            try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T23:00:00+02:00")
+                == "2026-03-29 03:00 +02:00")
+        #expect(
+            try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-03-29T02:59:59+02:00")
+                == "2026-03-28 02:30 +01:00")
         // Two times in the gap, and one right after it, make one slot at 03:00.
-        #expect(try slots("15,45 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 3)
-            == ["2026-03-29 03:00 +02:00", "2026-03-29 03:15 +02:00", "2026-03-29 03:45 +02:00"])
-        #expect(try slots("0 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
-            == ["2026-03-29 03:00 +02:00", "2026-03-30 02:00 +02:00"])
+        #expect(
+            try slots("15,45 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 3)
+                == ["2026-03-29 03:00 +02:00", "2026-03-29 03:15 +02:00", "2026-03-29 03:45 +02:00"])
+        #expect(
+            try slots("0 2,3 * * *", "Europe/Berlin", after: "2026-03-29T01:00:00+01:00", count: 2)
+                == ["2026-03-29 03:00 +02:00", "2026-03-30 02:00 +02:00"])
     }
 
     @Test func berlinFallBackRunsAFixedTimeJobOnce() throws {
-        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-24T12:00:00+02:00", count: 3)
-            == ["2026-10-25 02:30 +02:00", "2026-10-26 02:30 +01:00", "2026-10-27 02:30 +01:00"])
+        #expect(
+            try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-24T12:00:00+02:00", count: 3)
+                == ["2026-10-25 02:30 +02:00", "2026-10-26 02:30 +01:00", "2026-10-27 02:30 +01:00"])
         // From inside the repeated hour, the second 02:30 is not a slot.
-        #expect(try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-25T02:10:00+01:00", count: 1)
-            == ["2026-10-26 02:30 +01:00"])
-        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:45:00+01:00")
-            == "2026-10-25 02:30 +02:00")
-        #expect(try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
-            == "2026-10-25 02:30 +02:00")
+        #expect(
+            try slots("30 2 * * *", "Europe/Berlin", after: "2026-10-25T02:10:00+01:00", count: 1)
+                == ["2026-10-26 02:30 +01:00"])
+        #expect(
+            try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:45:00+01:00")
+                == "2026-10-25 02:30 +02:00")
+        #expect(
+            try previous("30 2 * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
+                == "2026-10-25 02:30 +02:00")
     }
 
     @Test func berlinStarredJobsSkipTheGapAndRunInBothRepeatedHours() throws {
-        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-03-29T00:45:00+01:00", count: 4)
-            == ["2026-03-29 01:00 +01:00", "2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00",
-                "2026-03-29 03:30 +02:00"])
-        #expect(try slots("*/30 * * * *", "Europe/Berlin", after: "2026-10-25T01:15:00+02:00", count: 6)
-            == ["2026-10-25 01:30 +02:00", "2026-10-25 02:00 +02:00", "2026-10-25 02:30 +02:00",
-                "2026-10-25 02:00 +01:00", "2026-10-25 02:30 +01:00", "2026-10-25 03:00 +01:00"])
+        #expect(
+            try slots("*/30 * * * *", "Europe/Berlin", after: "2026-03-29T00:45:00+01:00", count: 4)
+                == [
+                    "2026-03-29 01:00 +01:00", "2026-03-29 01:30 +01:00", "2026-03-29 03:00 +02:00",
+                    "2026-03-29 03:30 +02:00",
+                ])
+        #expect(
+            try slots("*/30 * * * *", "Europe/Berlin", after: "2026-10-25T01:15:00+02:00", count: 6)
+                == [
+                    "2026-10-25 01:30 +02:00", "2026-10-25 02:00 +02:00", "2026-10-25 02:30 +02:00",
+                    "2026-10-25 02:00 +01:00", "2026-10-25 02:30 +01:00", "2026-10-25 03:00 +01:00",
+                ])
         // No two-hour gap for an hourly job.
-        #expect(try slots("38 * * * *", "Europe/Berlin", after: "2026-10-25T01:00:00+02:00", count: 4)
-            == ["2026-10-25 01:38 +02:00", "2026-10-25 02:38 +02:00", "2026-10-25 02:38 +01:00",
-                "2026-10-25 03:38 +01:00"])
-        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
-            == "2026-10-25 02:00 +01:00")
-        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:59:00+02:00")
-            == "2026-10-25 02:30 +02:00")
-        #expect(try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T03:00:00+01:00")
-            == "2026-10-25 03:00 +01:00")
+        #expect(
+            try slots("38 * * * *", "Europe/Berlin", after: "2026-10-25T01:00:00+02:00", count: 4)
+                == [
+                    "2026-10-25 01:38 +02:00", "2026-10-25 02:38 +02:00", "2026-10-25 02:38 +01:00",
+                    "2026-10-25 03:38 +01:00",
+                ])
+        #expect(
+            try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:10:00+01:00")
+                == "2026-10-25 02:00 +01:00")
+        #expect(
+            try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T02:59:00+02:00")
+                == "2026-10-25 02:30 +02:00")
+        #expect(
+            try previous("*/30 * * * *", "Europe/Berlin", atOrBefore: "2026-10-25T03:00:00+01:00")
+                == "2026-10-25 03:00 +01:00")
     }
 
     @Test func newYork() throws {
-        #expect(try slots("30 2 * * *", "America/New_York", after: "2026-03-07T00:00:00-05:00", count: 3)
-            == ["2026-03-07 02:30 -05:00", "2026-03-08 03:00 -04:00", "2026-03-09 02:30 -04:00"])
-        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-03-08T00:45:00-05:00", count: 4)
-            == ["2026-03-08 01:00 -05:00", "2026-03-08 01:30 -05:00", "2026-03-08 03:00 -04:00",
-                "2026-03-08 03:30 -04:00"])
-        #expect(try slots("30 1 * * *", "America/New_York", after: "2026-10-31T12:00:00-04:00", count: 2)
-            == ["2026-11-01 01:30 -04:00", "2026-11-02 01:30 -05:00"])
-        #expect(try slots("*/30 * * * *", "America/New_York", after: "2026-11-01T00:15:00-04:00", count: 6)
-            == ["2026-11-01 00:30 -04:00", "2026-11-01 01:00 -04:00", "2026-11-01 01:30 -04:00",
-                "2026-11-01 01:00 -05:00", "2026-11-01 01:30 -05:00", "2026-11-01 02:00 -05:00"])
-        #expect(try previous("*/30 * * * *", "America/New_York", atOrBefore: "2026-11-01T01:59:00-05:00")
-            == "2026-11-01 01:30 -05:00")
+        #expect(
+            try slots("30 2 * * *", "America/New_York", after: "2026-03-07T00:00:00-05:00", count: 3)
+                == ["2026-03-07 02:30 -05:00", "2026-03-08 03:00 -04:00", "2026-03-09 02:30 -04:00"])
+        #expect(
+            try slots("*/30 * * * *", "America/New_York", after: "2026-03-08T00:45:00-05:00", count: 4)
+                == [
+                    "2026-03-08 01:00 -05:00", "2026-03-08 01:30 -05:00", "2026-03-08 03:00 -04:00",
+                    "2026-03-08 03:30 -04:00",
+                ])
+        #expect(
+            try slots("30 1 * * *", "America/New_York", after: "2026-10-31T12:00:00-04:00", count: 2)
+                == ["2026-11-01 01:30 -04:00", "2026-11-02 01:30 -05:00"])
+        #expect(
+            try slots("*/30 * * * *", "America/New_York", after: "2026-11-01T00:15:00-04:00", count: 6)
+                == [
+                    "2026-11-01 00:30 -04:00", "2026-11-01 01:00 -04:00", "2026-11-01 01:30 -04:00",
+                    "2026-11-01 01:00 -05:00", "2026-11-01 01:30 -05:00", "2026-11-01 02:00 -05:00",
+                ])
+        #expect(
+            try previous("*/30 * * * *", "America/New_York", atOrBefore: "2026-11-01T01:59:00-05:00")
+                == "2026-11-01 01:30 -05:00")
     }
 
     @Test func lordHoweShiftsByHalfAnHour() throws {
-        #expect(try slots("15 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 2)
-            == ["2026-10-04 02:30 +11:00", "2026-10-05 02:15 +11:00"])
-        #expect(try slots("45 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 1)
-            == ["2026-10-04 02:45 +11:00"])
-        #expect(try slots("45 1 * * *", "Australia/Lord_Howe", after: "2026-04-04T12:00:00+11:00", count: 2)
-            == ["2026-04-05 01:45 +11:00", "2026-04-06 01:45 +10:30"])
-        #expect(try slots("*/15 * * * *", "Australia/Lord_Howe", after: "2026-04-05T01:20:00+11:00", count: 5)
-            == ["2026-04-05 01:30 +11:00", "2026-04-05 01:45 +11:00", "2026-04-05 01:30 +10:30",
-                "2026-04-05 01:45 +10:30", "2026-04-05 02:00 +10:30"])
+        #expect(
+            try slots("15 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 2)
+                == ["2026-10-04 02:30 +11:00", "2026-10-05 02:15 +11:00"])
+        #expect(
+            try slots("45 2 * * *", "Australia/Lord_Howe", after: "2026-10-03T12:00:00+10:30", count: 1)
+                == ["2026-10-04 02:45 +11:00"])
+        #expect(
+            try slots("45 1 * * *", "Australia/Lord_Howe", after: "2026-04-04T12:00:00+11:00", count: 2)
+                == ["2026-04-05 01:45 +11:00", "2026-04-06 01:45 +10:30"])
+        #expect(
+            try slots("*/15 * * * *", "Australia/Lord_Howe", after: "2026-04-05T01:20:00+11:00", count: 5)
+                == [
+                    "2026-04-05 01:30 +11:00", "2026-04-05 01:45 +11:00", "2026-04-05 01:30 +10:30",
+                    "2026-04-05 01:45 +10:30", "2026-04-05 02:00 +10:30",
+                ])
     }
 
     @Test func santiagoChangesAtMidnight() throws {
         // Spring forward: midnight does not exist, so a daily job runs at 01:00.
-        #expect(try slots("@daily", "America/Santiago", after: "2026-09-05T12:00:00-04:00", count: 2)
-            == ["2026-09-06 01:00 -03:00", "2026-09-07 00:00 -03:00"])
-        #expect(try slots("*/30 * * * *", "America/Santiago", after: "2026-09-05T23:15:00-04:00", count: 2)
-            == ["2026-09-05 23:30 -04:00", "2026-09-06 01:00 -03:00"])
+        #expect(
+            try slots("@daily", "America/Santiago", after: "2026-09-05T12:00:00-04:00", count: 2)
+                == ["2026-09-06 01:00 -03:00", "2026-09-07 00:00 -03:00"])
+        #expect(
+            try slots("*/30 * * * *", "America/Santiago", after: "2026-09-05T23:15:00-04:00", count: 2)
+                == ["2026-09-05 23:30 -04:00", "2026-09-06 01:00 -03:00"])
         // Fall back: Saturday 23:xx happens twice.
-        #expect(try slots("30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 2)
-            == ["2026-04-04 23:30 -03:00", "2026-04-05 23:30 -04:00"])
-        #expect(try slots("*/30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 4)
-            == ["2026-04-04 23:00 -03:00", "2026-04-04 23:30 -03:00", "2026-04-04 23:00 -04:00",
-                "2026-04-04 23:30 -04:00"])
+        #expect(
+            try slots("30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 2)
+                == ["2026-04-04 23:30 -03:00", "2026-04-05 23:30 -04:00"])
+        #expect(
+            try slots("*/30 23 * * *", "America/Santiago", after: "2026-04-04T12:00:00-03:00", count: 4)
+                == [
+                    "2026-04-04 23:00 -03:00", "2026-04-04 23:30 -03:00", "2026-04-04 23:00 -04:00",
+                    "2026-04-04 23:30 -04:00",
+                ])
     }
 
     @Test func periodAcrossDSTIsRealTime() throws {
@@ -494,8 +582,9 @@ struct DaylightSavingPropertyTests {
     }
 
     static func wallMinute(_ wallSeconds: Int, _ utcCalendar: Calendar) -> LocalMinute {
-        let c = utcCalendar.dateComponents([.year, .month, .day, .hour, .minute],
-                                           from: Date(timeIntervalSince1970: Double(wallSeconds)))
+        let c = utcCalendar.dateComponents(
+            [.year, .month, .day, .hour, .minute],
+            from: Date(timeIntervalSince1970: Double(wallSeconds)))
         return LocalMinute(year: c.year!, month: c.month!, day: c.day!, hour: c.hour!, minute: c.minute!)
     }
 
@@ -522,8 +611,9 @@ struct DaylightSavingPropertyTests {
         return slots
     }
 
-    @Test("random cron expressions agree with the minute-by-minute walk for a dozen slots",
-          arguments: changes.indices)
+    @Test(
+        "random cron expressions agree with the minute-by-minute walk for a dozen slots",
+        arguments: changes.indices)
     func randomExpressions(change: Int) throws {
         let (zoneName, start) = Self.changes[change]
         var random = SplitMix64(seed: UInt64(change) &+ 20_261_125)
@@ -547,8 +637,9 @@ struct DaylightSavingPropertyTests {
             for (index, slot) in expected.enumerated().dropFirst() {
                 let earlier = expected[expected.startIndex + index - 1]
                 #expect(schedule.previousDate(atOrBefore: slot) == slot, "\(text) in \(zoneName)")
-                #expect(schedule.previousDate(atOrBefore: slot.addingTimeInterval(-1)) == earlier,
-                        "\(text) in \(zoneName) before \(slot)")
+                #expect(
+                    schedule.previousDate(atOrBefore: slot.addingTimeInterval(-1)) == earlier,
+                    "\(text) in \(zoneName) before \(slot)")
             }
         }
     }
@@ -565,7 +656,8 @@ struct DaylightSavingPropertyTests {
         ])
         let (low, high) = (h(), h())
         let hour = pick([
-            "*", "*", "*/\(pick([2, 3, 5]))", "\(h())", "\(h())", "\(h()),\(h())", "\(min(low, high))-\(max(low, high))",
+            "*", "*", "*/\(pick([2, 3, 5]))", "\(h())", "\(h())", "\(h()),\(h())",
+            "\(min(low, high))-\(max(low, high))",
             "1-3/2",
         ])
         let dayOfMonth = pick(["*", "*", "*", "*", "*/2", "1-31/3"])

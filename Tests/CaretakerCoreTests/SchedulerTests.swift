@@ -1,16 +1,21 @@
 import Foundation
 import Testing
+
 @testable import CaretakerCore
 
 /// The daemon's scheduling policy against fixed dates: no database, no process, no clock.
 @Suite("Scheduler policy")
 struct SchedulerTests {
-    static let builtIns = ["expire-content", "logout-inactive", "send-temp-passwords", "leader-succession", "prune"]
+    static let builtIns = BuiltInJob.allCases.map(\.rawValue)
 
     /// The jobs of a configuration: every built-in disabled except `keep`, plus `extra` TOML.
-    static func jobs(keep: Set<String> = [], _ extra: String = "", timezone: String = "UTC") throws -> [JobConfiguration] {
+    static func jobs(
+        keep: Set<String> = [], _ extra: String = "", timezone: String = "UTC"
+    ) throws -> [JobConfiguration] {
         let disabled = builtIns.filter { !keep.contains($0) }.map { "[jobs.\($0)]\nenabled = false\n" }.joined()
-        return try ConfigurationLoader.parse("[worker]\ntimezone = \"\(timezone)\"\n" + disabled + extra, file: "jobs.toml").jobs
+        return try ConfigurationLoader.parse(
+            "[worker]\ntimezone = \"\(timezone)\"\n" + disabled + extra, file: "jobs.toml"
+        ).jobs
     }
 
     static func job(_ name: String, _ jobs: [JobConfiguration]) throws -> JobConfiguration {
@@ -25,8 +30,10 @@ struct SchedulerTests {
         ISO8601DateFormatter().date(from: text)!
     }
 
-    static func scheduler(_ jobs: [JobConfiguration], maxConcurrentJobs: Int = 2, deadlineChecks: Bool = true,
-                          now: String) -> Scheduler {
+    static func scheduler(
+        _ jobs: [JobConfiguration], maxConcurrentJobs: Int = 2, deadlineChecks: Bool = true,
+        now: String
+    ) -> Scheduler {
         Scheduler(jobs: jobs, maxConcurrentJobs: maxConcurrentJobs, deadlineChecks: deadlineChecks, now: at(now))
     }
 
@@ -51,8 +58,9 @@ struct SchedulerTests {
     @Test("schedule: a slot runs when it comes, with its slot, as attempt 1; nothing before")
     func scheduleTrigger() throws {
         var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "*/5 * * * *")), now: "2026-01-01T10:00:30Z")
-        #expect(scheduler.nextWake(now: Self.at("2026-01-01T10:00:30Z"), freePlaces: .max, canRecord: true)
-            == Self.at("2026-01-01T10:05:00Z"))
+        #expect(
+            scheduler.nextWake(now: Self.at("2026-01-01T10:00:30Z"), freePlaces: .max, canRecord: true)
+                == Self.at("2026-01-01T10:05:00Z"))
         #expect(scheduler.dispatch(now: Self.at("2026-01-01T10:04:59Z"), freePlaces: .max, canRecord: true).isEmpty)
         let actions = scheduler.dispatch(now: Self.at("2026-01-01T10:05:00Z"), freePlaces: .max, canRecord: true)
         #expect(Self.describe(Self.starts(actions)) == ["a schedule 2026-01-01T10:05:00Z 1"])
@@ -69,25 +77,32 @@ struct SchedulerTests {
 
     @Test("catch-up: one run for the latest slot after downtime of any length, the other slots summed up once")
     func catchUpAfterDowntime() throws {
-        let jobs = try Self.jobs(Self.sqlJob("a", "*/5 * * * *") + Self.sqlJob("b", "@every 1s")
-                                     + Self.sqlJob("c", "*/5 * * * *", "catch_up = false"))
+        let jobs = try Self.jobs(
+            Self.sqlJob("a", "*/5 * * * *") + Self.sqlJob("b", "@every 1s")
+                + Self.sqlJob("c", "*/5 * * * *", "catch_up = false"))
         let (a, b, c) = (try Self.job("a", jobs), try Self.job("b", jobs), try Self.job("c", jobs))
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
         let now = Self.at("2026-01-01T10:02:00Z")
         // Down from 09:00 (its last claimed slot): slots 09:05 … 10:00; 10:00 is caught up.
-        let missed = scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:00:00Z"), installedAt: .distantPast, now: now)
-        #expect(missed == .init(count: 11, first: Self.at("2026-01-01T09:05:00Z"), last: Self.at("2026-01-01T09:55:00Z")))
+        let missed = scheduler.catchUp(
+            a, lastLookedAfter: Self.at("2026-01-01T09:00:00Z"), installedAt: .distantPast, now: now)
+        #expect(
+            missed == .init(count: 11, first: Self.at("2026-01-01T09:05:00Z"), last: Self.at("2026-01-01T09:55:00Z")))
         // A year down, every second: still one run.
         let yearAgo = Self.at("2025-01-01T10:02:00Z")
         let missedEverySecond = scheduler.catchUp(b, lastLookedAfter: yearAgo, installedAt: .distantPast, now: now)
         #expect(missedEverySecond?.count == 365 * 86_400 - 1)
         #expect(missedEverySecond?.last == now.addingTimeInterval(-1))
         // Without catch_up the latest slot is missed too, and nothing runs.
-        let missedWithout = scheduler.catchUp(c, lastLookedAfter: Self.at("2025-12-01T10:00:00Z"), installedAt: .distantPast, now: now)
+        let missedWithout = scheduler.catchUp(
+            c, lastLookedAfter: Self.at("2025-12-01T10:00:00Z"), installedAt: .distantPast, now: now)
         #expect(missedWithout?.count == 31 * 24 * 12)
         #expect(missedWithout?.last == Self.at("2026-01-01T10:00:00Z"))
         let actions = scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)
-        #expect(Self.describe(Self.starts(actions)) == ["a catch-up 2026-01-01T10:00:00Z 1", "b catch-up 2026-01-01T10:02:00Z 1"])
+        #expect(
+            Self.describe(Self.starts(actions)) == [
+                "a catch-up 2026-01-01T10:00:00Z 1", "b catch-up 2026-01-01T10:02:00Z 1",
+            ])
         #expect(Self.skips(actions).isEmpty)
     }
 
@@ -97,18 +112,26 @@ struct SchedulerTests {
         let a = try Self.job("a", jobs)
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
         let now = Self.at("2026-01-01T10:02:00Z")
-        #expect(scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T10:00:00Z"), installedAt: .distantPast, now: now) == nil)
-        #expect(Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true)).isEmpty)
-        #expect(scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:55:00Z"), installedAt: .distantPast, now: now) == nil)
-        #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
-            == ["a catch-up 2026-01-01T10:00:00Z 1"])
+        #expect(
+            scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T10:00:00Z"), installedAt: .distantPast, now: now)
+                == nil)
+        #expect(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
+                .isEmpty)
+        #expect(
+            scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:55:00Z"), installedAt: .distantPast, now: now)
+                == nil)
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
+                == ["a catch-up 2026-01-01T10:00:00Z 1"])
         // Never ran: caught up when the schema was installed before the slot, with nothing to summarise.
         var fresh = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
         #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2026-01-01T10:01:00Z"), now: now) == nil)
         #expect(fresh.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
         #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2025-01-01T00:00:00Z"), now: now) == nil)
-        #expect(Self.describe(Self.starts(fresh.dispatch(now: now, freePlaces: .max, canRecord: true)))
-            == ["a catch-up 2026-01-01T10:00:00Z 1"])
+        #expect(
+            Self.describe(Self.starts(fresh.dispatch(now: now, freePlaces: .max, canRecord: true)))
+                == ["a catch-up 2026-01-01T10:00:00Z 1"])
     }
 
     @Test("notify: a NOTIFY on a job's channel runs it (after its current run); other channels do nothing")
@@ -118,21 +141,26 @@ struct SchedulerTests {
         let now = Self.at("2026-01-01T10:00:31Z")
         scheduler.notified(channel: "something_else")
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        scheduler.notified(channel: SendTempPasswords.notifyChannel)
+        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.nextWake(now: now, freePlaces: .max, canRecord: true) == now)
         let first = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
         #expect(Self.describe(first) == ["send-temp-passwords notify - 1"])
         // A NOTIFY while it runs waits for the run to end.
-        scheduler.notified(channel: SendTempPasswords.notifyChannel)
+        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
         scheduler.finished(first[0], .succeeded, now: now)
-        #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
-            == ["send-temp-passwords notify - 1"])
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
+                == ["send-temp-passwords notify - 1"])
         // A new LISTEN connection may have missed NOTIFYs: every listening job runs once.
         scheduler.listenReconnected()
-        #expect(Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
-            == ["leader-succession notify - 1"])
-        #expect(Scheduler.notifyChannels(of: jobs) == [LeaderSuccession.notifyChannel, SendTempPasswords.notifyChannel])
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
+                == ["leader-succession notify - 1"])
+        #expect(
+            Scheduler.notifyChannels(of: jobs) == [
+                BuiltInJob.leaderSuccession.notifyChannel!, BuiltInJob.sendTempPasswords.notifyChannel!,
+            ])
     }
 
     @Test("retry: backoff 10 s, 20 s, 40 s; at most max_retries; never past the next slot; never for manual runs")
@@ -145,7 +173,8 @@ struct SchedulerTests {
             now = now.addingTimeInterval(1)
             scheduler.finished(request, .failed, now: now)
             guard let wake = scheduler.nextWake(now: now, freePlaces: .max, canRecord: true),
-                  wake < Self.at("2026-01-01T11:00:00Z") else { break }
+                wake < Self.at("2026-01-01T11:00:00Z")
+            else { break }
             #expect(scheduler.dispatch(now: wake.addingTimeInterval(-0.001), freePlaces: .max, canRecord: true).isEmpty)
             #expect(wake.timeIntervalSince(now) == Scheduler.retryDelay(afterAttempt: request.attempt).seconds)
             now = wake
@@ -156,7 +185,9 @@ struct SchedulerTests {
 
         // A failure 5 s before the next slot: the retry would come after it, so none.
         let late = Self.at("2026-01-01T11:59:55Z")
-        let slotRun = try #require(Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true)).first)
+        let slotRun = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
+                .first)
         scheduler.finished(slotRun, .failed, now: late)
         #expect(scheduler.states["a"]?.retry == nil)
         // A manual run is never retried.
@@ -168,7 +199,8 @@ struct SchedulerTests {
     @Test("a slot that comes while the job still runs is recorded skipped, once, saying why")
     func overlapIsSkipped() throws {
         var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")
-        let run = Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
+        let run = Self.starts(
+            scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
         #expect(run.count == 1)
         let actions = scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true)
         #expect(Self.starts(actions).isEmpty)
@@ -186,8 +218,10 @@ struct SchedulerTests {
         #expect(Self.describe(Self.starts(first)) == ["a schedule 2026-01-01T10:01:00Z 1"])
         let second = scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true)
         let skips = Self.skips(second)
-        #expect(skips.map { "\($0.job.name) \($0.slot) \($0.reason)" }.sorted() == [
-            "a 2026-01-01 10:02:00 +0000 previousRunStillGoing", "b 2026-01-01 10:01:00 +0000 noFreePlace"])
+        #expect(
+            skips.map { "\($0.job.name) \($0.slot) \($0.reason)" }.sorted() == [
+                "a 2026-01-01 10:02:00 +0000 previousRunStillGoing", "b 2026-01-01 10:01:00 +0000 noFreePlace",
+            ])
         #expect(scheduler.states["b"]?.queued?.slot == Self.at("2026-01-01T10:02:00Z"))
     }
 
@@ -197,10 +231,13 @@ struct SchedulerTests {
         _ = scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
         #expect(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: 0, canRecord: false).isEmpty)
         #expect(scheduler.pendingSkips.count == 1)
-        let skip = try #require(Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true)).first)
+        let skip = try #require(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true)).first)
         scheduler.skipNotDue(skip)
         #expect(scheduler.nextWake(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true) == skip.slot)
-        #expect(Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:02Z"), freePlaces: 0, canRecord: true)).count == 1)
+        #expect(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:02Z"), freePlaces: 0, canRecord: true)).count
+                == 1)
     }
 
     @Test("a run that could not get a connection waits queued; a slot not yet due on the database is asked again")
@@ -220,33 +257,42 @@ struct SchedulerTests {
 
     static let logout = "[jobs.logout-inactive]\nschedule = \"@hourly\"\nidle_timeout = \"10m\"\nmax_retries = 3\n"
 
-    @Test("deadline: the query is asked at start, at the deadline, and at the latest idle_timeout later; due work runs as 'deadline'")
+    @Test(
+        "deadline: the query is asked at start, at the deadline, and at the latest idle_timeout later; due work runs as 'deadline'"
+    )
     func deadlineTrigger() throws {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
         #expect(scheduler.deadlinesToAsk(now: start).map(\.name) == ["logout-inactive"])
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 30), now: start)
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 30), now: start)
         #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
         let check = try #require(scheduler.states["logout-inactive"]?.deadlineCheck)
         #expect(abs(check.timeIntervalSince(start) - 30.05) < 0.001)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
         let run = Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true))
         #expect(Self.describe(run) == ["logout-inactive deadline - 1"])
         // Done, no session active: look again idle_timeout later (a new session cannot be due before).
         scheduler.finished(run[0], .succeeded, now: check)
         #expect(scheduler.deadlinesToAsk(now: check).count == 1)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: check)
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: check)
         #expect(scheduler.states["logout-inactive"]?.deadlineCheck == check.addingTimeInterval(600))
         // A check that would come after the next slot (11:00) is left to the slot.
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: Self.at("2026-01-01T10:55:00Z"))
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil),
+            now: Self.at("2026-01-01T10:55:00Z"))
         #expect(scheduler.states["logout-inactive"]?.deadlineCheck == nil)
     }
 
     /// Runs the policy as the daemon would for `duration`, every run ending at once
     /// with `end`, the deadline query always answering "due now" (a locked idle
     /// session, or a revocation that fails). Returns the runs started.
-    static func simulateStuckDeadline(end: Scheduler.RunEnd, from start: Date, for duration: TimeInterval) throws -> [JobRunner.Request] {
+    static func simulateStuckDeadline(
+        end: Scheduler.RunEnd, from start: Date, for duration: TimeInterval
+    ) throws -> [JobRunner.Request] {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
         var now = start
@@ -255,7 +301,8 @@ struct SchedulerTests {
             for job in scheduler.deadlinesToAsk(now: now) {
                 // The session was due before any run started: stuck after a run, new work before the first.
                 let stuck = scheduler.lastStart(of: job) != nil
-                scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: stuck, secondsUntilNext: stuck ? nil : -5), now: now)
+                scheduler.deadlineAnswered(
+                    job, DeadlineAnswer(stuck: stuck, secondsUntilNext: stuck ? nil : -5), now: now)
             }
             for request in Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)) {
                 started.append(request)
@@ -268,20 +315,25 @@ struct SchedulerTests {
         return started
     }
 
-    @Test("an idle session that stays locked, or a revocation that always fails: 1 + max_retries runs per slot, never a loop",
-          arguments: [Scheduler.RunEnd.succeeded, .failed])
+    @Test(
+        "an idle session that stays locked, or a revocation that always fails: 1 + max_retries runs per slot, never a loop",
+        arguments: [Scheduler.RunEnd.succeeded, .failed])
     func stuckDeadlineDoesNotSpin(end: Scheduler.RunEnd) throws {
         let start = Self.at("2026-01-01T10:00:30Z")
         let runs = try Self.simulateStuckDeadline(end: end, from: start, for: 3600 + 1800)
         // Until 11:00: the first deadline run and three retries; from 11:00: the slot and three retries.
-        #expect(Self.describe(runs) == [
-            "logout-inactive deadline - 1", "logout-inactive retry - 2", "logout-inactive retry - 3", "logout-inactive retry - 4",
-            "logout-inactive schedule 2026-01-01T11:00:00Z 1", "logout-inactive retry - 2", "logout-inactive retry - 3",
-            "logout-inactive retry - 4",
-        ])
+        #expect(
+            Self.describe(runs) == [
+                "logout-inactive deadline - 1", "logout-inactive retry - 2", "logout-inactive retry - 3",
+                "logout-inactive retry - 4",
+                "logout-inactive schedule 2026-01-01T11:00:00Z 1", "logout-inactive retry - 2",
+                "logout-inactive retry - 3",
+                "logout-inactive retry - 4",
+            ])
     }
 
-    @Test("work that came due after the last run started runs at once; work stuck since before it waits for the retries")
+    @Test(
+        "work that came due after the last run started runs at once; work stuck since before it waits for the retries")
     func newWorkRunsAtOnceStuckWorkWaits() throws {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let job = try Self.job("logout-inactive", jobs)
@@ -304,17 +356,23 @@ struct SchedulerTests {
         // Now one session stays locked: retries, and the new work's runs count as the next attempts, up to max_retries.
         var attempts: [String] = []
         for _ in 0..<10 {
-            guard let run = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first else { break }
+            guard let run = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first else {
+                break
+            }
             attempts += Self.describe([run])
             now = now.addingTimeInterval(0.1)
             scheduler.finished(run, .succeeded, now: now)
             scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: true, secondsUntilNext: -0.05), now: now)
         }
-        #expect(attempts == ["logout-inactive deadline - 1", "logout-inactive deadline - 2", "logout-inactive deadline - 3",
-                             "logout-inactive deadline - 4"])
+        #expect(
+            attempts == [
+                "logout-inactive deadline - 1", "logout-inactive deadline - 2", "logout-inactive deadline - 3",
+                "logout-inactive deadline - 4",
+            ])
         #expect(scheduler.states[job.name]?.deadlineCheck == nil && scheduler.states[job.name]?.retry == nil)
         // The next slot gives a fresh budget.
-        let slot = Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
+        let slot = Self.starts(
+            scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
         #expect(Self.describe(slot) == ["logout-inactive schedule 2026-01-01T11:00:00Z 1"])
     }
 
@@ -323,23 +381,28 @@ struct SchedulerTests {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: start)
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: start)
         let first = Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true))
         scheduler.finished(first[0], .failed, now: start)
         // The failure was elsewhere: nothing is due, the next deadline is in 2 s; the retry in 10 s.
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 2), now: start)
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 2), now: start)
         let check = start.addingTimeInterval(2.05)
         #expect(scheduler.nextWake(now: start, freePlaces: .max, canRecord: true) == check)
-        scheduler.deadlineAnswered(try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
-        #expect(Self.describe(Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true)))
-            == ["logout-inactive deadline - 2"])
+        scheduler.deadlineAnswered(
+            try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true)))
+                == ["logout-inactive deadline - 2"])
     }
 
     // MARK: Low-footprint rules
 
     @Test("low-footprint: no deadline queries, one run at a time, nothing starts while the connection is lent")
     func lowFootprintRules() throws {
-        let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout + Self.sqlJob("a", "@hourly") + Self.sqlJob("b", "@hourly"))
+        let jobs = try Self.jobs(
+            keep: ["logout-inactive"], Self.logout + Self.sqlJob("a", "@hourly") + Self.sqlJob("b", "@hourly"))
         let start = Self.at("2026-01-01T10:59:00Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 1, deadlineChecks: false, now: start)
         #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
@@ -356,16 +419,21 @@ struct SchedulerTests {
 
     // MARK: Reload
 
-    @Test("reload: a changed schedule replans, an unchanged one keeps its slot, a disabled job loses its plans, a new one gets a slot")
+    @Test(
+        "reload: a changed schedule replans, an unchanged one keeps its slot, a disabled job loses its plans, a new one gets a slot"
+    )
     func reloadReplans() throws {
-        let before = try Self.jobs(Self.sqlJob("a", "*/5 * * * *") + Self.sqlJob("b", "*/5 * * * *") + Self.sqlJob("c", "@hourly"))
+        let before = try Self.jobs(
+            Self.sqlJob("a", "*/5 * * * *") + Self.sqlJob("b", "*/5 * * * *") + Self.sqlJob("c", "@hourly"))
         var scheduler = Self.scheduler(before, now: "2026-01-01T10:00:30Z")
-        let run = Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:05:00Z"), freePlaces: .max, canRecord: true))
+        let run = Self.starts(
+            scheduler.dispatch(now: Self.at("2026-01-01T10:05:00Z"), freePlaces: .max, canRecord: true))
         for request in run where request.job.name == "c" { Issue.record("c ran: \(request)") }
         for request in run { scheduler.finished(request, .failed, now: Self.at("2026-01-01T10:05:01Z")) }
         #expect(scheduler.states["b"]?.retry != nil)
-        let after = try Self.jobs(Self.sqlJob("a", "*/7 * * * *") + Self.sqlJob("b", "*/5 * * * *", "enabled = false")
-                                      + Self.sqlJob("c", "@hourly") + Self.sqlJob("d", "@every 30s"))
+        let after = try Self.jobs(
+            Self.sqlJob("a", "*/7 * * * *") + Self.sqlJob("b", "*/5 * * * *", "enabled = false")
+                + Self.sqlJob("c", "@hourly") + Self.sqlJob("d", "@every 30s"))
         let now = Self.at("2026-01-01T10:06:00Z")
         scheduler.reload(jobs: after, maxConcurrentJobs: 3, now: now)
         #expect(scheduler.states["a"]?.nextSlot == Self.at("2026-01-01T10:07:00Z"))
@@ -378,7 +446,8 @@ struct SchedulerTests {
 
     // MARK: DST
 
-    @Test("DST: a daily 02:30 job in Berlin runs at 03:00 CEST on the spring-forward night, once on the fall-back night")
+    @Test(
+        "DST: a daily 02:30 job in Berlin runs at 03:00 CEST on the spring-forward night, once on the fall-back night")
     func dailyJobAcrossDST() throws {
         let jobs = try Self.jobs(Self.sqlJob("a", "30 2 * * *"), timezone: "Europe/Berlin")
         var scheduler = Self.scheduler(jobs, now: "2026-03-28T12:00:00Z")
@@ -391,11 +460,15 @@ struct SchedulerTests {
                 scheduler.finished(request, .succeeded, now: now)
             }
         }
-        #expect(slots == ["a schedule 2026-03-29T01:00:00Z 1", "a schedule 2026-03-30T00:30:00Z 1",
-                          "a schedule 2026-03-31T00:30:00Z 1", "a schedule 2026-04-01T00:30:00Z 1"])
+        #expect(
+            slots == [
+                "a schedule 2026-03-29T01:00:00Z 1", "a schedule 2026-03-30T00:30:00Z 1",
+                "a schedule 2026-03-31T00:30:00Z 1", "a schedule 2026-04-01T00:30:00Z 1",
+            ])
         scheduler = Self.scheduler(jobs, now: "2026-10-24T12:00:00Z")
-        #expect(scheduler.nextWake(now: Self.at("2026-10-24T12:00:00Z"), freePlaces: .max, canRecord: true)
-            == Self.at("2026-10-25T00:30:00Z"))
+        #expect(
+            scheduler.nextWake(now: Self.at("2026-10-24T12:00:00Z"), freePlaces: .max, canRecord: true)
+                == Self.at("2026-10-25T00:30:00Z"))
         _ = scheduler.dispatch(now: Self.at("2026-10-25T00:30:00Z"), freePlaces: .max, canRecord: true)
         #expect(scheduler.states["a"]?.nextSlot == Self.at("2026-10-26T01:30:00Z"))
     }
@@ -405,7 +478,8 @@ struct SchedulerTests {
 @Suite("Reload of low_footprint")
 struct ReloadLowFootprintTests {
     func write(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString).toml").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reload-\(UUID().uuidString).toml")
+            .path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -414,14 +488,16 @@ struct ReloadLowFootprintTests {
     func switchingOnWaitsForRestart() throws {
         let path = try write("[worker]\nlow_footprint = true\n")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let (configuration, ignored) = try Daemon.loadForReload(path: path, runningLowFootprint: false, lowFootprintFlag: false)
+        let (configuration, ignored) = try Daemon.loadForReload(
+            path: path, runningLowFootprint: false, lowFootprintFlag: false)
         #expect(ignored)
         #expect(!configuration.worker.lowFootprint)
         #expect(configuration.worker.maxConcurrentJobs == 2)
         #expect(configuration.worker.batchPause == .zero)
         #expect(configuration.job(named: "expire-content")?.batchSize == 1000)
         guard case .sendTempPasswords(let settings)? = configuration.job(named: "send-temp-passwords")?.settings else {
-            Issue.record("no send-temp-passwords"); return
+            Issue.record("no send-temp-passwords")
+            return
         }
         #expect(settings.bcryptCost == 12)
     }
@@ -430,7 +506,8 @@ struct ReloadLowFootprintTests {
     func switchingOffWaitsForRestart() throws {
         let path = try write("[worker]\nlow_footprint = false\nmax_concurrent_jobs = 4\n")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let (configuration, ignored) = try Daemon.loadForReload(path: path, runningLowFootprint: true, lowFootprintFlag: false)
+        let (configuration, ignored) = try Daemon.loadForReload(
+            path: path, runningLowFootprint: true, lowFootprintFlag: false)
         #expect(ignored)
         #expect(configuration.worker.lowFootprint && configuration.worker.maxConcurrentJobs == 1)
         #expect(configuration.job(named: "expire-content")?.batchSize == 200)
@@ -440,9 +517,11 @@ struct ReloadLowFootprintTests {
     func unchangedMode() throws {
         let path = try write("[worker]\nmax_concurrent_jobs = 4\n")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let (normal, ignoredNormal) = try Daemon.loadForReload(path: path, runningLowFootprint: false, lowFootprintFlag: false)
+        let (normal, ignoredNormal) = try Daemon.loadForReload(
+            path: path, runningLowFootprint: false, lowFootprintFlag: false)
         #expect(!ignoredNormal && normal.worker.maxConcurrentJobs == 4)
-        let (flagged, ignoredFlagged) = try Daemon.loadForReload(path: path, runningLowFootprint: true, lowFootprintFlag: true)
+        let (flagged, ignoredFlagged) = try Daemon.loadForReload(
+            path: path, runningLowFootprint: true, lowFootprintFlag: true)
         #expect(!ignoredFlagged && flagged.worker.lowFootprint)
     }
 }

@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 /// How `expire-content`'s page sweep sizes its transactions.
 @Suite struct SweepRangeTests {
@@ -39,7 +40,7 @@ import Testing
 
 /// `batch_p99_ms` / `batch_max_ms`: exact nearest-rank values without re-sorting every batch.
 @Suite struct BatchDurationTests {
-    /// What `Progress` reported before: sort everything, take rank ⌈0.99 n⌉.
+    /// What `ExpireContentCounters` reported before: sort everything, take rank ⌈0.99 n⌉.
     static func sortedP99(_ milliseconds: [Int]) -> Int {
         let sorted = milliseconds.sorted()
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
@@ -53,8 +54,10 @@ import Testing
             var all: [Int] = []
             for _ in 0..<Int.random(in: 1...400, using: &generator) {
                 // Mostly short batches, a few slow ones, many repeats.
-                let value = Bool.random(using: &generator) ? Int.random(in: 1...5, using: &generator)
-                                                           : Int.random(in: 1...300, using: &generator)
+                let value =
+                    Bool.random(using: &generator)
+                    ? Int.random(in: 1...5, using: &generator)
+                    : Int.random(in: 1...300, using: &generator)
                 histogram.add(value)
                 all.append(value)
                 #expect(histogram.percentile(0.99) == Self.sortedP99(all), "\(all)")
@@ -63,15 +66,15 @@ import Testing
         }
     }
 
-    @Test("Progress rounds each batch up to whole milliseconds, as before")
-    func progress() {
-        var progress = Progress()
+    @Test("ExpireContentCounters rounds each batch up to whole milliseconds, as before")
+    func batchDurations() {
+        var counters = ExpireContentCounters()
         for microseconds in [400, 1_000, 1_001, 7_500] {
-            progress.record(Deleted(posts: 1), batch: .microseconds(microseconds))
+            counters.record(DeletedRows(posts: 1), batch: .microseconds(microseconds))
         }
-        #expect(progress.stats["batch_p99_ms"] == 8)
-        #expect(progress.stats["batch_max_ms"] == 8)
-        #expect(progress.stats["batches"] == 4 && progress.stats["posts_deleted"] == 4)
+        #expect(counters.stats["batch_p99_ms"] == 8)
+        #expect(counters.stats["batch_max_ms"] == 8)
+        #expect(counters.stats["batches"] == 4 && counters.stats["posts_deleted"] == 4)
         #expect(MillisecondHistogram().percentile(0.99) == 0)
     }
 }

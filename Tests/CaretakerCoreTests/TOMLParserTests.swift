@@ -34,7 +34,8 @@ private func table(_ table: TOMLTable, _ path: String...) -> TOMLTable? {
 @Suite("TOML values")
 struct TOMLValueTests {
     @Test func basicStringsAndEscapes() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             plain = "hello, world"
             empty = ""
             escapes = "quote \" backslash \\ newline \n tab \t return \r backspace \b formfeed \f"
@@ -44,14 +45,17 @@ struct TOMLValueTests {
             """#)
         #expect(root["plain"] == .string("hello, world"))
         #expect(root["empty"] == .string(""))
-        #expect(root["escapes"] == .string("quote \" backslash \\ newline \n tab \t return \r backspace \u{8} formfeed \u{C}"))
+        #expect(
+            root["escapes"]
+                == .string("quote \" backslash \\ newline \n tab \t return \r backspace \u{8} formfeed \u{C}"))
         #expect(root["unicode"] == .string("été 😀"))
         #expect(root["utf8"] == .string("gâteau 日本"))
         #expect(root["tab"] == .string("a\tb"))
     }
 
     @Test func literalStrings() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             path = 'C:\Users\nodejs\templates'
             regex = '<\i\c*\s*>'
             quoted = 'Tom "Dubs" Preston-Werner'
@@ -64,7 +68,8 @@ struct TOMLValueTests {
     }
 
     @Test func multiLineBasicStrings() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             trimmed = """
             Roses are red
             Violets are blue"""
@@ -89,7 +94,8 @@ struct TOMLValueTests {
     }
 
     @Test func multiLineLiteralStrings() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             sql = '''
             DELETE FROM invitations
              WHERE event_at < now() - '1 day'::interval
@@ -97,12 +103,16 @@ struct TOMLValueTests {
             '''
             ends = '''two quotes at the end'''''
             """#)
-        #expect(root["sql"] == .string("DELETE FROM invitations\n WHERE event_at < now() - '1 day'::interval\n   AND note !~ '\\d+'\n"))
+        #expect(
+            root["sql"]
+                == .string(
+                    "DELETE FROM invitations\n WHERE event_at < now() - '1 day'::interval\n   AND note !~ '\\d+'\n"))
         #expect(root["ends"] == .string("two quotes at the end''"))
     }
 
     @Test func integers() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             a = 42
             b = +17
             c = -5
@@ -131,7 +141,8 @@ struct TOMLValueTests {
     }
 
     @Test func floats() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             a = 1.5
             b = -0.01
             c = 5e+22
@@ -169,7 +180,8 @@ struct TOMLValueTests {
     }
 
     @Test func arrays() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             empty = []
             numbers = [1, 2, 3]
             nested = [[1, 2], ["a", 'b'], []]
@@ -184,7 +196,9 @@ struct TOMLValueTests {
             """)
         #expect(root["empty"] == .array([]))
         #expect(root["numbers"] == .array([.integer(1), .integer(2), .integer(3)]))
-        #expect(root["nested"] == .array([.array([.integer(1), .integer(2)]), .array([.string("a"), .string("b")]), .array([])]))
+        #expect(
+            root["nested"]
+                == .array([.array([.integer(1), .integer(2)]), .array([.string("a"), .string("b")]), .array([])]))
         #expect(root["mixed"]?.arrayValue?.count == 5)
         #expect(root["mixed"]?.arrayValue?.last?.tableValue?["x"] == .integer(1))
         #expect(root["multi"] == .array([.string("first"), .string("second")]))
@@ -192,7 +206,8 @@ struct TOMLValueTests {
     }
 
     @Test func inlineTables() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             name = { first = "Tom", last = "Preston-Werner" }
             point = { x = 1, y = 2 }
             nested = { inner = { deep = true }, list = [1, 2] }
@@ -210,7 +225,8 @@ struct TOMLValueTests {
     }
 
     @Test func typeNamesAndAccessors() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             s = "x"
             i = 1
             f = 1.0
@@ -230,7 +246,8 @@ struct TOMLValueTests {
     }
 
     @Test func commentsAndWhitespace() throws {
-        let root = try parse("# leading comment\n\n  \tkey = \"value\"   # trailing\n\t# indented comment\nother=1#tight\n")
+        let root = try parse(
+            "# leading comment\n\n  \tkey = \"value\"   # trailing\n\t# indented comment\nother=1#tight\n")
         #expect(root.keys == ["key", "other"])
         #expect(root["other"] == .integer(1))
     }
@@ -255,7 +272,8 @@ struct TOMLStructureTests {
     }
 
     @Test func quotedKeys() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             "quoted key" = 1
             'literal key' = 2
             "" = 3
@@ -267,7 +285,8 @@ struct TOMLStructureTests {
     }
 
     @Test func dottedKeys() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             name = "Orange"
             physical.color = "orange"
             physical.shape = "round"
@@ -284,7 +303,8 @@ struct TOMLStructureTests {
     }
 
     @Test func tables() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             top = 1
 
             [database]
@@ -314,7 +334,8 @@ struct TOMLStructureTests {
     }
 
     @Test func superTableDefinedAfterSubTable() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             [x.y.z]
             a = 1
             [x]
@@ -327,7 +348,8 @@ struct TOMLStructureTests {
     }
 
     @Test func subTableOfDottedKeyTable() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             [fruit]
             apple.color = "red"
             apple.taste.sweet = true
@@ -340,7 +362,8 @@ struct TOMLStructureTests {
     }
 
     @Test func dottedKeysMayFillAnImplicitTable() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             [a.b.c]
             x = 1
             [a]
@@ -353,7 +376,8 @@ struct TOMLStructureTests {
     }
 
     @Test func linesAfterMultiLineStrings() throws {
-        let root = try parse(#"""
+        let root = try parse(
+            #"""
             [jobs.cleanup]
             sql = """
               DELETE FROM a
@@ -385,7 +409,8 @@ struct TOMLStructureTests {
     }
 
     @Test func linesAfterCommentsAndBlankLines() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             # comment 1
             # comment 2
 
@@ -433,66 +458,66 @@ struct TOMLStructureTests {
 @Suite("SPEC §8 jobs.toml")
 struct TOMLSpecExampleTests {
     static let example = #"""
-[database]
-url = "postgresql:///community?host=/run/postgresql"  # libpq URI or key=value; empty: libpq defaults and PG* variables
-password_file = ""          # optional
-app_schema = "public"
-connect_timeout = "10s"
+        [database]
+        url = "postgresql:///community?host=/run/postgresql"  # libpq URI or key=value; empty: libpq defaults and PG* variables
+        password_file = ""          # optional
+        app_schema = "public"
+        connect_timeout = "10s"
 
-[worker]
-timezone = "UTC"
-low_footprint = false
-max_concurrent_jobs = 2
-shutdown_grace = "20s"
-idle_disconnect = "60s"     # low-footprint mode
-batch_pause = "0ms"         # "100ms" in low-footprint mode
-log_format = "logfmt"       # or "json"
+        [worker]
+        timezone = "UTC"
+        low_footprint = false
+        max_concurrent_jobs = 2
+        shutdown_grace = "20s"
+        idle_disconnect = "60s"     # low-footprint mode
+        batch_pause = "0ms"         # "100ms" in low-footprint mode
+        log_format = "logfmt"       # or "json"
 
-[mail]
-transport = "smtp"          # or "file"
-url = "smtp://127.0.0.1:25" # smtps://… for implicit TLS
-starttls = false
-username = ""
-password_file = ""
-from = "Community <no-reply@example.org>"
-directory = ""              # for transport = "file"
+        [mail]
+        transport = "smtp"          # or "file"
+        url = "smtp://127.0.0.1:25" # smtps://… for implicit TLS
+        starttls = false
+        username = ""
+        password_file = ""
+        from = "Community <no-reply@example.org>"
+        directory = ""              # for transport = "file"
 
-[jobs.expire-content]
-schedule = "*/5 * * * *"
-min_lifetime = "24h"
-max_lifetime = "48h"
-post_full_popularity = 100
-pack_full_popularity = 100
-batch_size = 1000
+        [jobs.expire-content]
+        schedule = "*/5 * * * *"
+        min_lifetime = "24h"
+        max_lifetime = "48h"
+        post_full_popularity = 100
+        pack_full_popularity = 100
+        batch_size = 1000
 
-[jobs.logout-inactive]
-schedule = "@every 1m"
-idle_timeout = "10m"
+        [jobs.logout-inactive]
+        schedule = "@every 1m"
+        idle_timeout = "10m"
 
-[jobs.send-temp-passwords]
-schedule = "@every 1m"
-max_per_hour = 3
-temp_password_length = 16
-temp_password_ttl = "24h"
-bcrypt_cost = 12
-max_attempts = 5
-template_file = ""
+        [jobs.send-temp-passwords]
+        schedule = "@every 1m"
+        max_per_hour = 3
+        temp_password_length = 16
+        temp_password_ttl = "24h"
+        bcrypt_cost = 12
+        max_attempts = 5
+        template_file = ""
 
-[jobs.leader-succession]
-schedule = "*/5 * * * *"
-leader_inactive_after = ""  # e.g. "90d"; empty: off
+        [jobs.leader-succession]
+        schedule = "*/5 * * * *"
+        leader_inactive_after = ""  # e.g. "90d"; empty: off
 
-[jobs.prune]
-schedule = "@daily"
-keep_history = "30d"
-keep_revoked_sessions = "30d"
-keep_reset_requests = "30d"
+        [jobs.prune]
+        schedule = "@daily"
+        keep_history = "30d"
+        keep_revoked_sessions = "30d"
+        keep_reset_requests = "30d"
 
-[jobs.expire-invitations]   # an operator SQL job
-schedule = "@hourly"
-sql = "DELETE FROM invitations WHERE id IN (SELECT id FROM invitations WHERE event_at < now() LIMIT 1000)"
-repeat_until_zero = true
-"""#
+        [jobs.expire-invitations]   # an operator SQL job
+        schedule = "@hourly"
+        sql = "DELETE FROM invitations WHERE id IN (SELECT id FROM invitations WHERE event_at < now() LIMIT 1000)"
+        repeat_until_zero = true
+        """#
 
     @Test func parsesTheSpecExample() throws {
         let root = try parse(Self.example)
@@ -513,10 +538,11 @@ repeat_until_zero = true
         #expect(table(root, "mail")?["from"] == .string("Community <no-reply@example.org>"))
 
         let jobs = try #require(table(root, "jobs"))
-        #expect(jobs.keys == [
-            "expire-content", "logout-inactive", "send-temp-passwords",
-            "leader-succession", "prune", "expire-invitations",
-        ])
+        #expect(
+            jobs.keys == [
+                "expire-content", "logout-inactive", "send-temp-passwords",
+                "leader-succession", "prune", "expire-invitations",
+            ])
         #expect(jobs.headerLine == 0)
         let expire = try #require(table(jobs, "expire-content"))
         #expect(expire.headerLine == 25)
@@ -550,172 +576,252 @@ struct ErrorCase: Sendable, CustomTestStringConvertible {
 struct TOMLErrorTests {
     static let cases: [ErrorCase] = [
         // Keys and tables defined twice.
-        ErrorCase(name: "duplicate key", text: "a = 1\n\nschedule = 1\nschedule = 2",
-                  line: 4, column: 1, message: #"duplicate key "schedule" (first defined on line 3)"#),
-        ErrorCase(name: "duplicate key in table", text: "[t]\nx = 1\n# c\n  x = 2",
-                  line: 4, column: 3, message: #"duplicate key "x" (first defined on line 2)"#),
-        ErrorCase(name: "duplicate quoted key", text: "a = 1\n\"a\" = 2",
-                  line: 2, column: 1, message: #"duplicate key "a""#),
-        ErrorCase(name: "duplicate dotted key", text: "a.b = 1\na.b = 2",
-                  line: 2, column: 3, message: #"duplicate key "a.b" (first defined on line 1)"#),
-        ErrorCase(name: "duplicate key in inline table", text: "t = { a = 1, a = 2 }",
-                  line: 1, column: 14, message: #"duplicate key "a""#),
-        ErrorCase(name: "table redefined", text: "[a]\nx = 1\n[b]\n[a]",
-                  line: 4, column: 1, message: "table [a] is already defined on line 1"),
-        ErrorCase(name: "nested table redefined", text: "[jobs.prune]\n[jobs.prune]",
-                  line: 2, column: 1, message: "table [jobs.prune] is already defined on line 1"),
-        ErrorCase(name: "super-table redefined", text: "[x.y]\n[x]\n[x]",
-                  line: 3, column: 1, message: "table [x] is already defined on line 2"),
-        ErrorCase(name: "value then table", text: "a = 1\n[a]",
-                  line: 2, column: 2, message: #"key "a" is already defined as an integer on line 1"#),
-        ErrorCase(name: "value then sub-table", text: "a = \"x\"\n[a.b]",
-                  line: 2, column: 2, message: #"key "a" is already defined as a string on line 1"#),
-        ErrorCase(name: "value then dotted key", text: "a = [1]\na.b = 2",
-                  line: 2, column: 1, message: #"key "a" is already defined as an array on line 1"#),
-        ErrorCase(name: "table then value", text: "[a.b]\n[a]\nb = 1",
-                  line: 3, column: 1, message: #"key "b" is already defined as a table (on line 1)"#),
-        ErrorCase(name: "dotted table then value", text: "a.b = 1\na = 2",
-                  line: 2, column: 1, message: #"key "a" is already defined as a table"#),
-        ErrorCase(name: "dotted-key table reopened by header", text: "[fruit]\napple.color = 1\n[fruit.apple]",
-                  line: 3, column: 1, message: "table [fruit.apple] was already defined by dotted keys on line 2"),
-        ErrorCase(name: "header table extended by dotted keys", text: "[a.b]\nx = 1\n[a]\nb.y = 2",
-                  line: 4, column: 1, message: "cannot add keys to table [a.b] with dotted keys: it has its own header on line 1"),
-        ErrorCase(name: "inline table extended by header", text: "a = { x = 1 }\n[a.b]",
-                  line: 2, column: 2, message: "inline table on line 1 and cannot be extended"),
-        ErrorCase(name: "inline table extended by dotted key", text: "a = { x = 1 }\na.y = 2",
-                  line: 2, column: 1, message: "inline table on line 1 and cannot be extended"),
-        ErrorCase(name: "inline table reopened", text: "a = {}\n[a]",
-                  line: 2, column: 2, message: "cannot be extended"),
-        ErrorCase(name: "array of tables", text: "x = 1\n[[jobs]]",
-                  line: 2, column: 1, message: "arrays of tables ([[...]]) are not supported"),
+        ErrorCase(
+            name: "duplicate key", text: "a = 1\n\nschedule = 1\nschedule = 2",
+            line: 4, column: 1, message: #"duplicate key "schedule" (first defined on line 3)"#),
+        ErrorCase(
+            name: "duplicate key in table", text: "[t]\nx = 1\n# c\n  x = 2",
+            line: 4, column: 3, message: #"duplicate key "x" (first defined on line 2)"#),
+        ErrorCase(
+            name: "duplicate quoted key", text: "a = 1\n\"a\" = 2",
+            line: 2, column: 1, message: #"duplicate key "a""#),
+        ErrorCase(
+            name: "duplicate dotted key", text: "a.b = 1\na.b = 2",
+            line: 2, column: 3, message: #"duplicate key "a.b" (first defined on line 1)"#),
+        ErrorCase(
+            name: "duplicate key in inline table", text: "t = { a = 1, a = 2 }",
+            line: 1, column: 14, message: #"duplicate key "a""#),
+        ErrorCase(
+            name: "table redefined", text: "[a]\nx = 1\n[b]\n[a]",
+            line: 4, column: 1, message: "table [a] is already defined on line 1"),
+        ErrorCase(
+            name: "nested table redefined", text: "[jobs.prune]\n[jobs.prune]",
+            line: 2, column: 1, message: "table [jobs.prune] is already defined on line 1"),
+        ErrorCase(
+            name: "super-table redefined", text: "[x.y]\n[x]\n[x]",
+            line: 3, column: 1, message: "table [x] is already defined on line 2"),
+        ErrorCase(
+            name: "value then table", text: "a = 1\n[a]",
+            line: 2, column: 2, message: #"key "a" is already defined as an integer on line 1"#),
+        ErrorCase(
+            name: "value then sub-table", text: "a = \"x\"\n[a.b]",
+            line: 2, column: 2, message: #"key "a" is already defined as a string on line 1"#),
+        ErrorCase(
+            name: "value then dotted key", text: "a = [1]\na.b = 2",
+            line: 2, column: 1, message: #"key "a" is already defined as an array on line 1"#),
+        ErrorCase(
+            name: "table then value", text: "[a.b]\n[a]\nb = 1",
+            line: 3, column: 1, message: #"key "b" is already defined as a table (on line 1)"#),
+        ErrorCase(
+            name: "dotted table then value", text: "a.b = 1\na = 2",
+            line: 2, column: 1, message: #"key "a" is already defined as a table"#),
+        ErrorCase(
+            name: "dotted-key table reopened by header", text: "[fruit]\napple.color = 1\n[fruit.apple]",
+            line: 3, column: 1, message: "table [fruit.apple] was already defined by dotted keys on line 2"),
+        ErrorCase(
+            name: "header table extended by dotted keys", text: "[a.b]\nx = 1\n[a]\nb.y = 2",
+            line: 4, column: 1,
+            message: "cannot add keys to table [a.b] with dotted keys: it has its own header on line 1"),
+        ErrorCase(
+            name: "inline table extended by header", text: "a = { x = 1 }\n[a.b]",
+            line: 2, column: 2, message: "inline table on line 1 and cannot be extended"),
+        ErrorCase(
+            name: "inline table extended by dotted key", text: "a = { x = 1 }\na.y = 2",
+            line: 2, column: 1, message: "inline table on line 1 and cannot be extended"),
+        ErrorCase(
+            name: "inline table reopened", text: "a = {}\n[a]",
+            line: 2, column: 2, message: "cannot be extended"),
+        ErrorCase(
+            name: "array of tables", text: "x = 1\n[[jobs]]",
+            line: 2, column: 1, message: "arrays of tables ([[...]]) are not supported"),
 
         // Strings.
-        ErrorCase(name: "control character in basic string", text: "a = \"x\u{1}y\"",
-                  line: 1, column: 7, message: "control character U+0001 is not allowed in a string"),
-        ErrorCase(name: "control character in literal string", text: "\na = 'x\u{7F}'",
-                  line: 2, column: 7, message: "control character U+007F is not allowed in a string"),
-        ErrorCase(name: "control character in multi-line string", text: "a = \"\"\"\nok\nx\u{0}\"\"\"",
-                  line: 3, column: 2, message: "control character U+0000"),
-        ErrorCase(name: "lone carriage return in string", text: "a = '''x\ry'''",
-                  line: 1, column: 9, message: "control character U+000D"),
-        ErrorCase(name: "control character in comment", text: "a = 1 # x\u{1B}",
-                  line: 1, column: 10, message: "control character U+001B is not allowed in a comment"),
-        ErrorCase(name: "invalid escape", text: "\n\na = \"C:\\temp\\x\"",
-                  line: 3, column: 13, message: #"invalid escape '\x'"#),
-        ErrorCase(name: "invalid escape in multi-line string", text: "a = \"\"\"\nline\n\\q\"\"\"",
-                  line: 3, column: 1, message: #"invalid escape '\q'"#),
-        ErrorCase(name: "short unicode escape", text: "a = \"\\u12\"",
-                  line: 1, column: 6, message: "needs exactly 4 hexadecimal digits"),
-        ErrorCase(name: "surrogate escape", text: "a = \"\\uD800\"",
-                  line: 1, column: 6, message: "U+D800 is not a Unicode scalar value"),
-        ErrorCase(name: "escape out of range", text: "a = \"\\U00110000\"",
-                  line: 1, column: 6, message: "U+110000 is not a Unicode scalar value"),
-        ErrorCase(name: "backslash then spaces mid-line", text: "a = \"\"\"x\\  y\"\"\"",
-                  line: 1, column: 9, message: "backslash followed by spaces must end the line"),
-        ErrorCase(name: "unterminated basic string", text: "a = 1\nb = \"abc\nc = 2",
-                  line: 2, column: 5, message: "unterminated string"),
-        ErrorCase(name: "unterminated basic string at end of file", text: "b = \"abc",
-                  line: 1, column: 5, message: "unterminated string"),
-        ErrorCase(name: "unterminated literal string", text: "b = 'abc\n",
-                  line: 1, column: 5, message: "unterminated string"),
-        ErrorCase(name: "unterminated multi-line basic string", text: "x = 1\nsql = \"\"\"\nSELECT 1\n",
-                  line: 2, column: 7, message: "unterminated multi-line string"),
-        ErrorCase(name: "unterminated multi-line literal string", text: "sql = '''\nSELECT 1\n''",
-                  line: 1, column: 7, message: "unterminated multi-line string"),
-        ErrorCase(name: "too many closing quotes", text: "a = \"\"\"x\"\"\"\"\"\"",
-                  line: 1, column: 9, message: "too many quotes"),
-        ErrorCase(name: "multi-line key", text: "\"\"\"a\"\"\" = 1",
-                  line: 1, column: 1, message: "multi-line strings cannot be used as keys"),
+        ErrorCase(
+            name: "control character in basic string", text: "a = \"x\u{1}y\"",
+            line: 1, column: 7, message: "control character U+0001 is not allowed in a string"),
+        ErrorCase(
+            name: "control character in literal string", text: "\na = 'x\u{7F}'",
+            line: 2, column: 7, message: "control character U+007F is not allowed in a string"),
+        ErrorCase(
+            name: "control character in multi-line string", text: "a = \"\"\"\nok\nx\u{0}\"\"\"",
+            line: 3, column: 2, message: "control character U+0000"),
+        ErrorCase(
+            name: "lone carriage return in string", text: "a = '''x\ry'''",
+            line: 1, column: 9, message: "control character U+000D"),
+        ErrorCase(
+            name: "control character in comment", text: "a = 1 # x\u{1B}",
+            line: 1, column: 10, message: "control character U+001B is not allowed in a comment"),
+        ErrorCase(
+            name: "invalid escape", text: "\n\na = \"C:\\temp\\x\"",
+            line: 3, column: 13, message: #"invalid escape '\x'"#),
+        ErrorCase(
+            name: "invalid escape in multi-line string", text: "a = \"\"\"\nline\n\\q\"\"\"",
+            line: 3, column: 1, message: #"invalid escape '\q'"#),
+        ErrorCase(
+            name: "short unicode escape", text: "a = \"\\u12\"",
+            line: 1, column: 6, message: "needs exactly 4 hexadecimal digits"),
+        ErrorCase(
+            name: "surrogate escape", text: "a = \"\\uD800\"",
+            line: 1, column: 6, message: "U+D800 is not a Unicode scalar value"),
+        ErrorCase(
+            name: "escape out of range", text: "a = \"\\U00110000\"",
+            line: 1, column: 6, message: "U+110000 is not a Unicode scalar value"),
+        ErrorCase(
+            name: "backslash then spaces mid-line", text: "a = \"\"\"x\\  y\"\"\"",
+            line: 1, column: 9, message: "backslash followed by spaces must end the line"),
+        ErrorCase(
+            name: "unterminated basic string", text: "a = 1\nb = \"abc\nc = 2",
+            line: 2, column: 5, message: "unterminated string"),
+        ErrorCase(
+            name: "unterminated basic string at end of file", text: "b = \"abc",
+            line: 1, column: 5, message: "unterminated string"),
+        ErrorCase(
+            name: "unterminated literal string", text: "b = 'abc\n",
+            line: 1, column: 5, message: "unterminated string"),
+        ErrorCase(
+            name: "unterminated multi-line basic string", text: "x = 1\nsql = \"\"\"\nSELECT 1\n",
+            line: 2, column: 7, message: "unterminated multi-line string"),
+        ErrorCase(
+            name: "unterminated multi-line literal string", text: "sql = '''\nSELECT 1\n''",
+            line: 1, column: 7, message: "unterminated multi-line string"),
+        ErrorCase(
+            name: "too many closing quotes", text: "a = \"\"\"x\"\"\"\"\"\"",
+            line: 1, column: 9, message: "too many quotes"),
+        ErrorCase(
+            name: "multi-line key", text: "\"\"\"a\"\"\" = 1",
+            line: 1, column: 1, message: "multi-line strings cannot be used as keys"),
 
         // Arrays and inline tables.
-        ErrorCase(name: "unterminated array", text: "a = [\n  1,\n  2,\n",
-                  line: 1, column: 5, message: "unterminated array"),
-        ErrorCase(name: "array missing comma", text: "a = [1 2]",
-                  line: 1, column: 8, message: "expected ',' or ']' after an array element, found '2'"),
-        ErrorCase(name: "array with empty element", text: "a = [1,,2]",
-                  line: 1, column: 8, message: "expected a value"),
-        ErrorCase(name: "unterminated inline table", text: "a = { x = 1",
-                  line: 1, column: 5, message: "unterminated inline table"),
-        ErrorCase(name: "inline table over two lines", text: "a = { x = 1,\n y = 2 }",
-                  line: 1, column: 13, message: "on the line where it starts"),
-        ErrorCase(name: "inline table trailing comma", text: "a = { x = 1, }",
-                  line: 1, column: 14, message: "trailing comma"),
-        ErrorCase(name: "inline table missing comma", text: "a = { x = 1 y = 2 }",
-                  line: 1, column: 13, message: "expected ',' or '}'"),
+        ErrorCase(
+            name: "unterminated array", text: "a = [\n  1,\n  2,\n",
+            line: 1, column: 5, message: "unterminated array"),
+        ErrorCase(
+            name: "array missing comma", text: "a = [1 2]",
+            line: 1, column: 8, message: "expected ',' or ']' after an array element, found '2'"),
+        ErrorCase(
+            name: "array with empty element", text: "a = [1,,2]",
+            line: 1, column: 8, message: "expected a value"),
+        ErrorCase(
+            name: "unterminated inline table", text: "a = { x = 1",
+            line: 1, column: 5, message: "unterminated inline table"),
+        ErrorCase(
+            name: "inline table over two lines", text: "a = { x = 1,\n y = 2 }",
+            line: 1, column: 13, message: "on the line where it starts"),
+        ErrorCase(
+            name: "inline table trailing comma", text: "a = { x = 1, }",
+            line: 1, column: 14, message: "trailing comma"),
+        ErrorCase(
+            name: "inline table missing comma", text: "a = { x = 1 y = 2 }",
+            line: 1, column: 13, message: "expected ',' or '}'"),
 
         // Garbage and structure.
-        ErrorCase(name: "garbage after value", text: "a = 1\nb = \"x\" y",
-                  line: 2, column: 9, message: #"unexpected 'y' after the value of "b"; expected a line break or a comment"#),
-        ErrorCase(name: "second value on a line", text: "a = 1 2",
-                  line: 1, column: 7, message: "unexpected '2'"),
-        ErrorCase(name: "garbage after header", text: "[t] x = 1",
-                  line: 1, column: 5, message: "unexpected 'x' after the table header"),
-        ErrorCase(name: "unclosed header", text: "[t\nx = 1",
-                  line: 1, column: 3, message: "expected ']' to close the table header, found end of line"),
-        ErrorCase(name: "empty header", text: "[]",
-                  line: 1, column: 2, message: "expected a key, found ']'"),
-        ErrorCase(name: "missing equals", text: "a 1",
-                  line: 1, column: 3, message: #"expected '=' after the key "a", found '1'"#),
-        ErrorCase(name: "missing value", text: "a =\nb = 1",
-                  line: 1, column: 4, message: "expected a value after '=', found end of line"),
-        ErrorCase(name: "missing value at end of file", text: "a = ",
-                  line: 1, column: 5, message: "found end of file"),
-        ErrorCase(name: "missing key", text: "= 1",
-                  line: 1, column: 1, message: "expected a key, found '='"),
-        ErrorCase(name: "empty dotted key part", text: "a..b = 1",
-                  line: 1, column: 3, message: "expected a key, found '.'"),
-        ErrorCase(name: "unquoted string", text: "timezone = UTC",
-                  line: 1, column: 12, message: #"strings must be quoted, e.g. "UTC""#),
-        ErrorCase(name: "unquoted schedule", text: "schedule = */5 * * * *",
-                  line: 1, column: 12, message: "expected a value"),
-        ErrorCase(name: "capitalised boolean", text: "a = True",
-                  line: 1, column: 5, message: "booleans are written in lowercase: true"),
-        ErrorCase(name: "date", text: "a = 1979-05-27",
-                  line: 1, column: 5, message: "dates and times are not supported"),
-        ErrorCase(name: "offset date-time", text: "a = 1979-05-27T07:32:00Z",
-                  line: 1, column: 5, message: "dates and times are not supported"),
-        ErrorCase(name: "local time", text: "a = 07:32:00",
-                  line: 1, column: 5, message: "dates and times are not supported"),
+        ErrorCase(
+            name: "garbage after value", text: "a = 1\nb = \"x\" y",
+            line: 2, column: 9, message: #"unexpected 'y' after the value of "b"; expected a line break or a comment"#),
+        ErrorCase(
+            name: "second value on a line", text: "a = 1 2",
+            line: 1, column: 7, message: "unexpected '2'"),
+        ErrorCase(
+            name: "garbage after header", text: "[t] x = 1",
+            line: 1, column: 5, message: "unexpected 'x' after the table header"),
+        ErrorCase(
+            name: "unclosed header", text: "[t\nx = 1",
+            line: 1, column: 3, message: "expected ']' to close the table header, found end of line"),
+        ErrorCase(
+            name: "empty header", text: "[]",
+            line: 1, column: 2, message: "expected a key, found ']'"),
+        ErrorCase(
+            name: "missing equals", text: "a 1",
+            line: 1, column: 3, message: #"expected '=' after the key "a", found '1'"#),
+        ErrorCase(
+            name: "missing value", text: "a =\nb = 1",
+            line: 1, column: 4, message: "expected a value after '=', found end of line"),
+        ErrorCase(
+            name: "missing value at end of file", text: "a = ",
+            line: 1, column: 5, message: "found end of file"),
+        ErrorCase(
+            name: "missing key", text: "= 1",
+            line: 1, column: 1, message: "expected a key, found '='"),
+        ErrorCase(
+            name: "empty dotted key part", text: "a..b = 1",
+            line: 1, column: 3, message: "expected a key, found '.'"),
+        ErrorCase(
+            name: "unquoted string", text: "timezone = UTC",
+            line: 1, column: 12, message: #"strings must be quoted, e.g. "UTC""#),
+        ErrorCase(
+            name: "unquoted schedule", text: "schedule = */5 * * * *",
+            line: 1, column: 12, message: "expected a value"),
+        ErrorCase(
+            name: "capitalised boolean", text: "a = True",
+            line: 1, column: 5, message: "booleans are written in lowercase: true"),
+        ErrorCase(
+            name: "date", text: "a = 1979-05-27",
+            line: 1, column: 5, message: "dates and times are not supported"),
+        ErrorCase(
+            name: "offset date-time", text: "a = 1979-05-27T07:32:00Z",
+            line: 1, column: 5, message: "dates and times are not supported"),
+        ErrorCase(
+            name: "local time", text: "a = 07:32:00",
+            line: 1, column: 5, message: "dates and times are not supported"),
 
         // Numbers.
-        ErrorCase(name: "leading zero", text: "a = 1\nb = 007",
-                  line: 2, column: 5, message: "leading zeros are not allowed"),
-        ErrorCase(name: "leading zero with sign", text: "b = -01",
-                  line: 1, column: 5, message: "leading zeros are not allowed"),
-        ErrorCase(name: "leading zero in float", text: "b = 03.14",
-                  line: 1, column: 5, message: "leading zeros are not allowed"),
-        ErrorCase(name: "integer overflow", text: "\nn = 9223372036854775808",
-                  line: 2, column: 5, message: "integer 9223372036854775808 is out of range"),
-        ErrorCase(name: "negative integer overflow", text: "n = -9223372036854775809",
-                  line: 1, column: 5, message: "is out of range"),
-        ErrorCase(name: "hex overflow", text: "n = 0x8000000000000000",
-                  line: 1, column: 5, message: "is out of range"),
-        ErrorCase(name: "float overflow", text: "n = 1e400",
-                  line: 1, column: 5, message: "float 1e400 is out of range"),
-        ErrorCase(name: "signed hex", text: "n = -0x1",
-                  line: 1, column: 5, message: "cannot have a sign"),
-        ErrorCase(name: "bad hex digit", text: "n = 0xG1",
-                  line: 1, column: 5, message: "invalid hexadecimal integer"),
-        ErrorCase(name: "bad trailing hex digit", text: "n = 0x1G",
-                  line: 1, column: 5, message: "invalid hexadecimal integer 0x1G"),
-        ErrorCase(name: "bad octal digit", text: "n = 0o8",
-                  line: 1, column: 5, message: "invalid octal integer 0o8: expected octal digits"),
-        ErrorCase(name: "double underscore", text: "n = 1__000",
-                  line: 1, column: 5, message: "an underscore must sit between two digits"),
-        ErrorCase(name: "trailing underscore", text: "n = 1_",
-                  line: 1, column: 5, message: "an underscore must sit between two digits"),
-        ErrorCase(name: "trailing decimal point", text: "n = 1.",
-                  line: 1, column: 5, message: "invalid number 1.: a digit must follow the decimal point"),
-        ErrorCase(name: "leading decimal point", text: "n = .5",
-                  line: 1, column: 5, message: "expected a value"),
-        ErrorCase(name: "empty exponent", text: "n = 1e",
-                  line: 1, column: 5, message: "invalid number 1e: the exponent needs digits"),
-        ErrorCase(name: "two decimal points", text: "n = 1.2.3",
-                  line: 1, column: 5, message: "invalid number 1.2.3"),
-        ErrorCase(name: "sign only", text: "n = +",
-                  line: 1, column: 5, message: "invalid number +: expected digits"),
-        ErrorCase(name: "letters after digits", text: "n = 10x",
-                  line: 1, column: 5, message: "invalid number 10x"),
+        ErrorCase(
+            name: "leading zero", text: "a = 1\nb = 007",
+            line: 2, column: 5, message: "leading zeros are not allowed"),
+        ErrorCase(
+            name: "leading zero with sign", text: "b = -01",
+            line: 1, column: 5, message: "leading zeros are not allowed"),
+        ErrorCase(
+            name: "leading zero in float", text: "b = 03.14",
+            line: 1, column: 5, message: "leading zeros are not allowed"),
+        ErrorCase(
+            name: "integer overflow", text: "\nn = 9223372036854775808",
+            line: 2, column: 5, message: "integer 9223372036854775808 is out of range"),
+        ErrorCase(
+            name: "negative integer overflow", text: "n = -9223372036854775809",
+            line: 1, column: 5, message: "is out of range"),
+        ErrorCase(
+            name: "hex overflow", text: "n = 0x8000000000000000",
+            line: 1, column: 5, message: "is out of range"),
+        ErrorCase(
+            name: "float overflow", text: "n = 1e400",
+            line: 1, column: 5, message: "float 1e400 is out of range"),
+        ErrorCase(
+            name: "signed hex", text: "n = -0x1",
+            line: 1, column: 5, message: "cannot have a sign"),
+        ErrorCase(
+            name: "bad hex digit", text: "n = 0xG1",
+            line: 1, column: 5, message: "invalid hexadecimal integer"),
+        ErrorCase(
+            name: "bad trailing hex digit", text: "n = 0x1G",
+            line: 1, column: 5, message: "invalid hexadecimal integer 0x1G"),
+        ErrorCase(
+            name: "bad octal digit", text: "n = 0o8",
+            line: 1, column: 5, message: "invalid octal integer 0o8: expected octal digits"),
+        ErrorCase(
+            name: "double underscore", text: "n = 1__000",
+            line: 1, column: 5, message: "an underscore must sit between two digits"),
+        ErrorCase(
+            name: "trailing underscore", text: "n = 1_",
+            line: 1, column: 5, message: "an underscore must sit between two digits"),
+        ErrorCase(
+            name: "trailing decimal point", text: "n = 1.",
+            line: 1, column: 5, message: "invalid number 1.: a digit must follow the decimal point"),
+        ErrorCase(
+            name: "leading decimal point", text: "n = .5",
+            line: 1, column: 5, message: "expected a value"),
+        ErrorCase(
+            name: "empty exponent", text: "n = 1e",
+            line: 1, column: 5, message: "invalid number 1e: the exponent needs digits"),
+        ErrorCase(
+            name: "two decimal points", text: "n = 1.2.3",
+            line: 1, column: 5, message: "invalid number 1.2.3"),
+        ErrorCase(
+            name: "sign only", text: "n = +",
+            line: 1, column: 5, message: "invalid number +: expected digits"),
+        ErrorCase(
+            name: "letters after digits", text: "n = 10x",
+            line: 1, column: 5, message: "invalid number 10x"),
     ]
 
     @Test(arguments: cases)

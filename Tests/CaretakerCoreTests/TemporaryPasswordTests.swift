@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CaretakerCore
 
 @Suite struct TemporaryPasswordTests {
@@ -45,8 +46,10 @@ import Testing
     @Test func charactersAndPositionsAreSpread() {
         var seen = Set<Character>()
         var firstClasses = Set<Int>()
-        let classes = [TemporaryPassword.uppercase, TemporaryPassword.lowercase, TemporaryPassword.digits,
-                       TemporaryPassword.symbols]
+        let classes = [
+            TemporaryPassword.uppercase, TemporaryPassword.lowercase, TemporaryPassword.digits,
+            TemporaryPassword.symbols,
+        ]
         for _ in 0..<3_000 {
             let password = TemporaryPassword.generate(length: 12)
             seen.formUnion(password)

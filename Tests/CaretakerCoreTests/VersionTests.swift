@@ -9,7 +9,8 @@ import Testing
 
     @Test("debian/changelog's newest entry is caretakerVersion")
     func changelogMatches() throws {
-        let changelog = try String(contentsOf: Self.repository.appendingPathComponent("debian/changelog"), encoding: .utf8)
+        let changelog = try String(
+            contentsOf: Self.repository.appendingPathComponent("debian/changelog"), encoding: .utf8)
         let firstLine = try #require(changelog.split(separator: "\n").first)
         #expect(firstLine.hasPrefix("caretaker (\(caretakerVersion)) "), "\(firstLine)")
     }

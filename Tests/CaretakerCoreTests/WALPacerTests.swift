@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 /// The WAL budget's arithmetic (`max_wal_rate`), apart from the database.
 @Suite struct WALPacerTests {

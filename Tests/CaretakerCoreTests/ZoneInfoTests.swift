@@ -1,7 +1,8 @@
-@testable import CaretakerCore
-@testable import CaretakerSchedule
 import Foundation
 import Testing
+
+@testable import CaretakerCore
+@testable import CaretakerSchedule
 
 /// Seconds since the Unix epoch of an ISO 8601 text with offset ("2030-03-31T01:00:00Z").
 private func epoch(_ text: String) -> Int64 {
@@ -18,10 +19,12 @@ private func rule(_ text: String) -> PosixTimeZoneRule {
 struct ZoneInfoTests {
     /// Zones with DST north and south, half-hour and 45-minute offsets, and zones that
     /// dropped DST, compared with Foundation's (ICU's) TimeZone.
-    @Test("agrees with Foundation's TimeZone from 1900 to 2100", arguments: [
-        "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata",
-        "Europe/London", "Australia/Sydney", "Pacific/Chatham", "America/Sao_Paulo", "UTC",
-    ])
+    @Test(
+        "agrees with Foundation's TimeZone from 1900 to 2100",
+        arguments: [
+            "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata",
+            "Europe/London", "Australia/Sydney", "Pacific/Chatham", "America/Sao_Paulo", "UTC",
+        ])
     func agreesWithFoundation(identifier: String) throws {
         let zone = try #require(ZoneInfo(identifier: identifier))
         let reference = try #require(TimeZone(identifier: identifier))
@@ -106,11 +109,13 @@ struct ZoneInfoTests {
         #expect(rule("AAA3BBB,M3.2.0/167,M11.1.0/-167").daylight?.start.time == 167 * 3600)
     }
 
-    @Test("rejects malformed TZ strings", arguments: [
-        "", "CE", "CET", "CET-1CEST,M13.1.0,M10.5.0", "CET-1CEST,M3.6.0,M10.5.0", "CET-1CEST,M3.5.7,M10.5.0",
-        "CET-1CEST,J0,J365", "CET-1CEST,366,1", "CET-1CEST,M3.5.0", "CET-1CEST,M3.5.0/168,M10.5.0",
-        "CET-25", "<+01-1", "CET-1:60", "CET-1 ",
-    ])
+    @Test(
+        "rejects malformed TZ strings",
+        arguments: [
+            "", "CE", "CET", "CET-1CEST,M13.1.0,M10.5.0", "CET-1CEST,M3.6.0,M10.5.0", "CET-1CEST,M3.5.7,M10.5.0",
+            "CET-1CEST,J0,J365", "CET-1CEST,366,1", "CET-1CEST,M3.5.0", "CET-1CEST,M3.5.0/168,M10.5.0",
+            "CET-25", "<+01-1", "CET-1:60", "CET-1 ",
+        ])
     func rejectsMalformed(text: String) {
         #expect(PosixTimeZoneRule(parsing: text) == nil)
     }
@@ -124,9 +129,12 @@ struct ZoneInfoTests {
         }
     }
 
-    @Test("refuses names that are not zones", arguments: [
-        "Mars/Olympus", "", "/etc/localtime", "../zoneinfo/UTC", "Europe/../Europe/Berlin", "Europe", "Europe/Berlin ",
-    ])
+    @Test(
+        "refuses names that are not zones",
+        arguments: [
+            "Mars/Olympus", "", "/etc/localtime", "../zoneinfo/UTC", "Europe/../Europe/Berlin", "Europe",
+            "Europe/Berlin ",
+        ])
     func refusesNonZones(name: String) {
         #expect(ZoneInfo(identifier: name) == nil)
     }

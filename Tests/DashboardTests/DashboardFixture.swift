@@ -32,39 +32,43 @@ struct DashboardFixture {
     init(_ test: String = #function, extra: String = "") throws {
         db = try TestDatabase(test)
         configuration = try db.configuration(Self.extraConfiguration + extra)
-        try db.connection.execute(script: """
-            UPDATE caretaker.schema_migrations SET applied_at = now() - interval '2 days';
-            INSERT INTO caretaker.job_runs (job, trigger, status, slot, attempt, started_at, finished_at, dry_run, stats, error, host, pid, backend_pid) VALUES
-             ('expire-content', 'schedule', 'succeeded', now() - interval '30 hours', 1, now() - interval '30 hours', now() - interval '30 hours' + interval '2 seconds', false, '{"posts_deleted": 100, "packs_deleted": 1}', NULL, 'host-a', 101, 9001),
-             ('expire-content', 'schedule', 'interrupted', now() - interval '5 hours', 1, now() - interval '5 hours', now() - interval '5 hours' + interval '40 seconds', false, '{}', 'the process running it died (its advisory lock is gone)', 'host-a', 102, 9002),
-             ('expire-content', 'schedule', 'skipped', now() - interval '3 hours', 1, now() - interval '3 hours', now() - interval '3 hours', false, '{}', 'the previous run was still going', 'host-b', 103, NULL),
-             ('expire-content', 'schedule', 'succeeded', now() - interval '2 hours', 1, now() - interval '2 hours', now() - interval '2 hours' + interval '87 milliseconds', false, '{"packs_deleted": 3, "posts_deleted": 512, "batches": 4, "batch_p99_ms": 21}', NULL, 'host-a', 104, 9004),
-             ('expire-content', 'retry', 'failed', now() - interval '1 hour', 2, now() - interval '1 hour', now() - interval '1 hour' + interval '1 second', false, '{"posts_deleted": 0}', '<script>alert("x")</script> & more', 'host-a', 105, 9005),
-             ('expire-content', 'manual', 'running', NULL, 1, now() - interval '10 seconds', NULL, false, '{}', NULL, 'host-a', 106, 9006),
-             ('logout-inactive', 'schedule', 'succeeded', now() - interval '3 hours', 1, now() - interval '3 hours', now() - interval '3 hours' + interval '12 milliseconds', false, '{"sessions_revoked": 4}', NULL, 'host-a', 107, 9007),
-             ('logout-inactive', 'schedule', 'succeeded', now() - interval '2 hours', 1, now() - interval '2 hours', now() - interval '2 hours' + interval '12 milliseconds', false, '{"sessions_revoked": 5}', NULL, 'host-a', 108, 9008),
-             ('logout-inactive', 'schedule', 'succeeded', now() - interval '20 minutes', 1, now() - interval '20 minutes', now() - interval '20 minutes' + interval '12 milliseconds', false, '{"sessions_revoked": 6}', NULL, 'host-a', 109, 9009),
-             ('logout-inactive', 'manual', 'succeeded', NULL, 1, now() - interval '50 minutes', now() - interval '50 minutes' + interval '9 milliseconds', true, '{"sessions_revoked": 100}', NULL, 'host-a', 110, 9010),
-             ('send-temp-passwords', 'notify', 'succeeded', NULL, 1, now() - interval '90 minutes', now() - interval '90 minutes' + interval '800 milliseconds', false, '{"sent": 2, "ignored": 0, "failed": 1}', NULL, 'host-a', 111, 9011),
-             ('leader-succession', 'catch-up', 'succeeded', now() - interval '4 hours', 1, now() - interval '4 hours', now() - interval '4 hours' + interval '30 milliseconds', false, '{"leaders_appointed": 1, "communities_archived": 0}', NULL, 'host-a', 112, 9012);
-            INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, stats, host, pid)
-            SELECT 'prune', 'manual', 'succeeded', NULL, now() - interval '2 days' - n * interval '1 minute',
-                   now() - interval '2 days' - n * interval '1 minute' + interval '1 second', '{"runs_deleted": 0}', 'host-a', 200 + n
-            FROM generate_series(1, 120) AS n;
-            INSERT INTO caretaker.job_slots (job, slot)
-            SELECT 'hourly-report', date_trunc('hour', now()) - k * interval '1 hour'
-            FROM generate_series(0, 23) AS k WHERE k NOT IN (5, 6, 7);
-            """)
+        try db.connection.execute(
+            script: """
+                UPDATE caretaker.schema_migrations SET applied_at = now() - interval '2 days';
+                INSERT INTO caretaker.job_runs (job, trigger, status, slot, attempt, started_at, finished_at, dry_run, stats, error, host, pid, backend_pid) VALUES
+                 ('expire-content', 'schedule', 'succeeded', now() - interval '30 hours', 1, now() - interval '30 hours', now() - interval '30 hours' + interval '2 seconds', false, '{"posts_deleted": 100, "packs_deleted": 1}', NULL, 'host-a', 101, 9001),
+                 ('expire-content', 'schedule', 'interrupted', now() - interval '5 hours', 1, now() - interval '5 hours', now() - interval '5 hours' + interval '40 seconds', false, '{}', 'the process running it died (its advisory lock is gone)', 'host-a', 102, 9002),
+                 ('expire-content', 'schedule', 'skipped', now() - interval '3 hours', 1, now() - interval '3 hours', now() - interval '3 hours', false, '{}', 'the previous run was still going', 'host-b', 103, NULL),
+                 ('expire-content', 'schedule', 'succeeded', now() - interval '2 hours', 1, now() - interval '2 hours', now() - interval '2 hours' + interval '87 milliseconds', false, '{"packs_deleted": 3, "posts_deleted": 512, "batches": 4, "batch_p99_ms": 21}', NULL, 'host-a', 104, 9004),
+                 ('expire-content', 'retry', 'failed', now() - interval '1 hour', 2, now() - interval '1 hour', now() - interval '1 hour' + interval '1 second', false, '{"posts_deleted": 0}', '<script>alert("x")</script> & more', 'host-a', 105, 9005),
+                 ('expire-content', 'manual', 'running', NULL, 1, now() - interval '10 seconds', NULL, false, '{}', NULL, 'host-a', 106, 9006),
+                 ('logout-inactive', 'schedule', 'succeeded', now() - interval '3 hours', 1, now() - interval '3 hours', now() - interval '3 hours' + interval '12 milliseconds', false, '{"sessions_revoked": 4}', NULL, 'host-a', 107, 9007),
+                 ('logout-inactive', 'schedule', 'succeeded', now() - interval '2 hours', 1, now() - interval '2 hours', now() - interval '2 hours' + interval '12 milliseconds', false, '{"sessions_revoked": 5}', NULL, 'host-a', 108, 9008),
+                 ('logout-inactive', 'schedule', 'succeeded', now() - interval '20 minutes', 1, now() - interval '20 minutes', now() - interval '20 minutes' + interval '12 milliseconds', false, '{"sessions_revoked": 6}', NULL, 'host-a', 109, 9009),
+                 ('logout-inactive', 'manual', 'succeeded', NULL, 1, now() - interval '50 minutes', now() - interval '50 minutes' + interval '9 milliseconds', true, '{"sessions_revoked": 100}', NULL, 'host-a', 110, 9010),
+                 ('send-temp-passwords', 'notify', 'succeeded', NULL, 1, now() - interval '90 minutes', now() - interval '90 minutes' + interval '800 milliseconds', false, '{"sent": 2, "ignored": 0, "failed": 1}', NULL, 'host-a', 111, 9011),
+                 ('leader-succession', 'catch-up', 'succeeded', now() - interval '4 hours', 1, now() - interval '4 hours', now() - interval '4 hours' + interval '30 milliseconds', false, '{"leaders_appointed": 1, "communities_archived": 0}', NULL, 'host-a', 112, 9012);
+                INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, stats, host, pid)
+                SELECT 'prune', 'manual', 'succeeded', NULL, now() - interval '2 days' - n * interval '1 minute',
+                       now() - interval '2 days' - n * interval '1 minute' + interval '1 second', '{"runs_deleted": 0}', 'host-a', 200 + n
+                FROM generate_series(1, 120) AS n;
+                INSERT INTO caretaker.job_slots (job, slot)
+                SELECT 'hourly-report', date_trunc('hour', now()) - k * interval '1 hour'
+                FROM generate_series(0, 23) AS k WHERE k NOT IN (5, 6, 7);
+                """)
     }
 
     /// The dashboard's own read path: a read-only session with a statement timeout.
     func database(statementTimeout: Duration = DashboardDatabase.defaultStatementTimeout) throws -> DashboardDatabase {
-        DashboardDatabase(connector: try DatabaseConnector(options: configuration.database), statementTimeout: statementTimeout)
+        DashboardDatabase(
+            connector: try DatabaseConnector(options: configuration.database), statementTimeout: statementTimeout)
     }
 
     func overview(_ window: TimeWindow) async throws -> Overview {
         let configuration = configuration
-        return try await database().read { try DashboardQueries.overview($0, configuration: configuration, window: window) }
+        return try await database().read {
+            try DashboardQueries.overview($0, configuration: configuration, window: window)
+        }
     }
 
     /// How often `needle` occurs in `text`.

@@ -8,7 +8,8 @@ import Testing
     @Test("GET and HEAD serve the pages; every other method is 405 with Allow")
     func methods() async throws {
         let fixture = try DashboardFixture()
-        let dashboard = try DashboardProcess(config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
+        let dashboard = try DashboardProcess(
+            config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
         try await dashboard.waitUntilListening()
         let overview = try dashboard.request("/")
         #expect(overview.status == 200)
@@ -52,12 +53,13 @@ import Testing
         let passwordFile = NSTemporaryDirectory() + "dashboard-password-\(UUID().uuidString)"
         try "s3cret-Pass\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
-        let config = try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration + """
-            [dashboard]
-            username = "operator"
-            password_file = "\(passwordFile)"
+        let config = try fixture.db.writeConfiguration(
+            DashboardFixture.extraConfiguration + """
+                [dashboard]
+                username = "operator"
+                password_file = "\(passwordFile)"
 
-            """)
+                """)
         let dashboard = try DashboardProcess(config: config)
         try await dashboard.waitUntilListening()
         let anonymous = try dashboard.request("/")
@@ -78,10 +80,12 @@ import Testing
     @Test("a lost database connection gives a 503 page, and the next request reconnects")
     func reconnects() async throws {
         let fixture = try DashboardFixture()
-        let dashboard = try DashboardProcess(config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
+        let dashboard = try DashboardProcess(
+            config: try fixture.db.writeConfiguration(DashboardFixture.extraConfiguration))
         try await dashboard.waitUntilListening()
         #expect(try dashboard.request("/").status == 200)
-        let terminated = try fixture.db.count("""
+        let terminated = try fixture.db.count(
+            """
             SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                                   WHERE application_name = 'caretaker/dashboard' AND datname = current_database()) AS t
             """)
@@ -111,13 +115,19 @@ import Testing
     @Test("bad usage is 64, bad configuration 78, an unreachable database 69")
     func exitCodes() throws {
         let db = try TestDatabase()
-        let badListen = try Caretaker.run(["dashboard", "--listen", "localhost", "--config", try db.writeConfiguration()])
+        let badListen = try Caretaker.run([
+            "dashboard", "--listen", "localhost", "--config", try db.writeConfiguration(),
+        ])
         #expect(badListen.status == 64, "\(badListen.stderr)")
         #expect(badListen.stderr.contains("HOST:PORT"))
-        let noPassword = try Caretaker.run(["dashboard", "--config", try db.writeConfiguration("[dashboard]\nusername = \"operator\"\n")])
+        let noPassword = try Caretaker.run([
+            "dashboard", "--config", try db.writeConfiguration("[dashboard]\nusername = \"operator\"\n"),
+        ])
         #expect(noPassword.status == 78, "\(noPassword.stderr)")
         #expect(noPassword.stderr.contains("dashboard.username is set but there is no password"))
-        let badKey = try Caretaker.run(["dashboard", "--config", try db.writeConfiguration("[dashboard]\nlisten = \"8080\"\n")])
+        let badKey = try Caretaker.run([
+            "dashboard", "--config", try db.writeConfiguration("[dashboard]\nlisten = \"8080\"\n"),
+        ])
         #expect(badKey.status == 78, "\(badKey.stderr)")
         #expect(badKey.stderr.contains("dashboard.listen"))
         let path = NSTemporaryDirectory() + "caretaker-unreachable-\(UUID().uuidString).toml"
@@ -136,8 +146,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // cp in a child: a copy written by this process could be open in a child another test is spawning (ETXTBSY).
         #expect(try ChildProcess.run(["/bin/cp", Caretaker.path, directory + "/caretaker"]) == 0)
-        let status = try ChildProcess.run([directory + "/caretaker", "dashboard"], stdoutPath: directory + "/out",
-                                          stderrPath: directory + "/err")
+        let status = try ChildProcess.run(
+            [directory + "/caretaker", "dashboard"], stdoutPath: directory + "/out",
+            stderrPath: directory + "/err")
         let stderr = try String(contentsOfFile: directory + "/err", encoding: .utf8)
         #expect(status == 69, "\(stderr)")
         #expect(stderr.contains("\(directory)/caretaker-dashboard"))

@@ -1,9 +1,10 @@
 import CaretakerCore
-@testable import CaretakerDashboard
 import CaretakerTestSupport
 import Foundation
 import Postgres
 import Testing
+
+@testable import CaretakerDashboard
 
 /// The pages over a real PostgreSQL holding runs of every status.
 @Suite struct DashboardHistoryTests {
@@ -38,8 +39,9 @@ import Testing
         #expect(leader.health == nil && leader.nextSlot == nil && leader.missed.isEmpty)
         #expect(leader.lastRun?.counter("leaders_appointed") == 1)
         let html = OverviewPage.render(overview)
-        let row = try #require(html.components(separatedBy: "<tr data-job=\"leader-succession\">").last?
-            .components(separatedBy: "</tr>").first)
+        let row = try #require(
+            html.components(separatedBy: "<tr data-job=\"leader-succession\">").last?
+                .components(separatedBy: "</tr>").first)
         #expect(row.contains("<span class=\"badge disabled\">disabled</span>"))
     }
 
@@ -54,7 +56,8 @@ import Testing
         let week = OverviewPage.render(try await fixture.overview(.week))
         #expect(DashboardFixture.count("class=\"mark ", in: week) == DashboardFixture.marksInWeek)
         #expect(week.contains("<span class=\"current\">7 days</span>"))
-        let inDatabase = try fixture.db.count("SELECT count(*) FROM caretaker.job_runs WHERE started_at >= now() - interval '24 hours'")
+        let inDatabase = try fixture.db.count(
+            "SELECT count(*) FROM caretaker.job_runs WHERE started_at >= now() - interval '24 hours'")
         #expect(inDatabase == DashboardFixture.marksInDay)
     }
 
@@ -66,8 +69,9 @@ import Testing
         #expect(report.missed.count == 1)
         #expect(report.missed.first?.slots == 3)
         let html = OverviewPage.render(overview)
-        let row = try #require(html.components(separatedBy: "<g class=\"row\" data-job=\"hourly-report\">").last?
-            .components(separatedBy: "</g>").first)
+        let row = try #require(
+            html.components(separatedBy: "<g class=\"row\" data-job=\"hourly-report\">").last?
+                .components(separatedBy: "</g>").first)
         #expect(DashboardFixture.count("class=\"missed\"", in: row) == 1)
         #expect(row.contains("3 missed slots"))
     }
@@ -100,10 +104,14 @@ import Testing
         let configuration = fixture.configuration
         let database = try fixture.database()
         let overview = OverviewPage.render(try await fixture.overview(.day))
-        let jobPage = JobPage.render(try await database.read {
-            try DashboardQueries.jobRuns($0, configuration: configuration, job: "expire-content", filter: RunFilter())
-        })
-        let failedID = try #require(try fixture.db.connection.query("SELECT id FROM caretaker.job_runs WHERE status = 'failed'").first?.int64("id"))
+        let jobPage = JobPage.render(
+            try await database.read {
+                try DashboardQueries.jobRuns(
+                    $0, configuration: configuration, job: "expire-content", filter: RunFilter())
+            })
+        let failedID = try #require(
+            try fixture.db.connection.query("SELECT id FROM caretaker.job_runs WHERE status = 'failed'").first?.int64(
+                "id"))
         let found = try await database.read { try DashboardQueries.run($0, id: failedID) }
         let runPage = RunPage.render(found.run, now: found.now)
         for html in [overview, jobPage, runPage] {
@@ -118,7 +126,9 @@ import Testing
         let configuration = fixture.configuration
         let database = try fixture.database()
         func runs(_ job: String, _ filter: RunFilter) async throws -> JobRuns {
-            try await database.read { try DashboardQueries.jobRuns($0, configuration: configuration, job: job, filter: filter) }
+            try await database.read {
+                try DashboardQueries.jobRuns($0, configuration: configuration, job: job, filter: filter)
+            }
         }
         let failed = try await runs("expire-content", RunFilter(status: .failed))
         #expect(failed.runs.map(\.status) == ["failed"])
@@ -144,14 +154,18 @@ import Testing
     func runPage() async throws {
         let fixture = try DashboardFixture()
         let database = try fixture.database()
-        let id = try #require(try fixture.db.connection.query(
-            "SELECT id FROM caretaker.job_runs WHERE job = 'expire-content' AND stats ? 'batches'").first?.int64("id"))
+        let id = try #require(
+            try fixture.db.connection.query(
+                "SELECT id FROM caretaker.job_runs WHERE job = 'expire-content' AND stats ? 'batches'"
+            ).first?.int64("id"))
         let found = try await database.read { try DashboardQueries.run($0, id: id) }
         let html = RunPage.render(found.run, now: found.now)
-        for fragment in ["<dt>Host</dt><dd>host-a</dd>", "<dt>PID</dt><dd>104</dd>", "<dt>Backend PID</dt><dd>9004</dd>",
-                         "<dt>Trigger</dt><dd>schedule</dd>", "<dt>Attempt</dt><dd>1</dd>", "<dt>Batches</dt><dd>4</dd>",
-                         "<dt>Batch p99</dt><dd>21 ms</dd>", "<dt>Duration</dt><dd>87 ms</dd>",
-                         "<tr><td>posts_deleted</td><td class=\"num\">512</td></tr>"] {
+        for fragment in [
+            "<dt>Host</dt><dd>host-a</dd>", "<dt>PID</dt><dd>104</dd>", "<dt>Backend PID</dt><dd>9004</dd>",
+            "<dt>Trigger</dt><dd>schedule</dd>", "<dt>Attempt</dt><dd>1</dd>", "<dt>Batches</dt><dd>4</dd>",
+            "<dt>Batch p99</dt><dd>21 ms</dd>", "<dt>Duration</dt><dd>87 ms</dd>",
+            "<tr><td>posts_deleted</td><td class=\"num\">512</td></tr>",
+        ] {
             #expect(html.contains(fragment), "missing \(fragment)")
         }
         #expect(found.run.slot != nil && html.contains("<dt>Slot</dt><dd>20"))

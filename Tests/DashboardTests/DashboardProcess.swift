@@ -21,8 +21,9 @@ final class DashboardProcess {
         env["CARETAKER_CONFIG"] = nil
         env["JOURNAL_STREAM"] = nil
         env.merge(environment) { _, new in new }
-        pid = try ChildProcess.spawn([Caretaker.path, "dashboard", "--config", config, "--listen", "127.0.0.1:0"],
-                                     stdoutPath: directory + "/dashboard.log", stderrPath: nil, environment: env)
+        pid = try ChildProcess.spawn(
+            [Caretaker.path, "dashboard", "--config", config, "--listen", "127.0.0.1:0"],
+            stdoutPath: directory + "/dashboard.log", stderrPath: nil, environment: env)
     }
 
     /// Waits (polling its log) until it listens; throws with the log when it exits or takes too long.
@@ -34,8 +35,7 @@ final class DashboardProcess {
                 url = String(log[range.lowerBound...].dropFirst(4).prefix { $0 != " " && $0 != "\n" })
                 return
             }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
+            if case .exited = ChildProcess.state(of: pid) {
                 throw DashboardTestError(message: "the dashboard exited: \(log)")
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -45,8 +45,7 @@ final class DashboardProcess {
 
     deinit {
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = ChildProcess.wait(pid)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -59,8 +58,12 @@ final class DashboardProcess {
     /// `curl -X METHOD` (or `--head`) against `path`, with `user:password` when given.
     func request(_ path: String, method: String = "GET", user: String? = nil) throws -> HTTPResult {
         let name = UUID().uuidString
-        let (bodyPath, headerPath, codePath) = ("\(directory)/\(name).body", "\(directory)/\(name).headers", "\(directory)/\(name).code")
-        var arguments = ["/usr/bin/curl", "-s", "-o", bodyPath, "-D", headerPath, "-w", "%{http_code}", "--max-time", "30"]
+        let (bodyPath, headerPath, codePath) = (
+            "\(directory)/\(name).body", "\(directory)/\(name).headers", "\(directory)/\(name).code"
+        )
+        var arguments = [
+            "/usr/bin/curl", "-s", "-o", bodyPath, "-D", headerPath, "-w", "%{http_code}", "--max-time", "30",
+        ]
         arguments += method == "HEAD" ? ["--head"] : ["-X", method]
         if let user { arguments += ["-u", user] }
         arguments.append(url.dropLast() + path)

@@ -33,25 +33,33 @@ import Glibc
     }
 
     /// Stops a daemon with SIGTERM and expects a clean exit.
-    static func stop(_ daemon: DaemonProcess, within timeout: Duration = .seconds(10),
-                     sourceLocation: SourceLocation = #_sourceLocation) async {
+    static func stop(
+        _ daemon: DaemonProcess, within timeout: Duration = .seconds(10),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         daemon.signal(SIGTERM)
         let status = await daemon.waitForExit(timeout: timeout)
-        #expect(status == 0, "exit status \(String(describing: status)); log:\n\(daemon.log)", sourceLocation: sourceLocation)
+        #expect(
+            status == 0, "exit status \(String(describing: status)); log:\n\(daemon.log)",
+            sourceLocation: sourceLocation)
     }
 
     /// Starts a daemon and waits until it says `ready`.
-    static func started(_ config: String, lowFootprint: Bool = false, environment: [String: String] = [:],
-                        sourceLocation: SourceLocation = #_sourceLocation) async throws -> DaemonProcess {
+    static func started(
+        _ config: String, lowFootprint: Bool = false, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: config, lowFootprint: lowFootprint, environment: environment)
-        try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "no ready line; log:\n\(daemon.log)",
-                     sourceLocation: sourceLocation)
+        try #require(
+            await daemon.waitForLog(containing: "msg=ready") != nil, "no ready line; log:\n\(daemon.log)",
+            sourceLocation: sourceLocation)
         return daemon
     }
 
     /// Runs of `job` that overlap in time (pairs), skipped slots aside.
     static func overlappingRuns(_ db: TestDatabase, job: String? = nil) throws -> Int {
-        try db.count("""
+        try db.count(
+            """
             SELECT count(*) FROM caretaker.job_runs a JOIN caretaker.job_runs b ON a.id < b.id
             WHERE ($1::text IS NULL OR (a.job = $1 AND b.job = $1))
               AND a.status <> 'skipped' AND b.status <> 'skipped'
@@ -61,7 +69,8 @@ import Glibc
 
     /// Connections of caretaker daemons to this test's database (the tests' own are `caretaker-tests`).
     static func daemonConnections(_ db: TestDatabase) throws -> Int {
-        try db.count("""
+        try db.count(
+            """
             SELECT count(*) FROM pg_stat_activity
             WHERE datname = current_database() AND (application_name = 'caretaker' OR application_name LIKE 'caretaker/%')
             """)
@@ -72,7 +81,8 @@ import Glibc
     @Test("three instances, an @every 1s job, ten seconds: one run per slot, none early, none overlapping")
     func threeInstances() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.2)"))
+        let config = try db.writeConfiguration(
+            Self.disabledBuiltIns() + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.2)"))
         var daemons: [DaemonProcess] = []
         for _ in 0..<3 { daemons.append(try DaemonProcess(config: config)) }
         for daemon in daemons {
@@ -83,21 +93,25 @@ import Glibc
         let stopping = try Self.now(db)
         for daemon in daemons { await Self.stop(daemon) }
 
-        let duplicated = try db.connection.query("""
+        let duplicated = try db.connection.query(
+            """
             SELECT slot, count(*) FROM caretaker.job_runs WHERE job = 'tick' GROUP BY slot HAVING count(*) > 1
             """)
         #expect(duplicated.rows.isEmpty, "slots run more than once: \(duplicated.rows.map(\.values))")
         #expect(try Self.overlappingRuns(db, job: "tick") == 0)
-        let covered = try db.count("""
+        let covered = try db.count(
+            """
             SELECT count(DISTINCT slot) FROM caretaker.job_runs
             WHERE job = 'tick' AND status = 'succeeded' AND slot >= to_timestamp($1::float8)
             """, from)
         #expect(covered >= 8, "only \(covered) slots ran in ten seconds")
-        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE started_at < slot") == 0,
-                "a slot started before it was due on the database clock")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE started_at < slot") == 0,
+            "a slot started before it was due on the database clock")
         // A run in flight at SIGTERM may end `interrupted`; a slot that came due while a run
         // was still going (a slow start-up on a loaded machine) is `skipped`; any other run succeeded.
-        let odd = try db.connection.query("""
+        let odd = try db.connection.query(
+            """
             SELECT id, trigger, status, error FROM caretaker.job_runs s
             WHERE slot IS NULL OR NOT (
                 status = 'succeeded'
@@ -105,14 +119,18 @@ import Glibc
                 OR status = 'skipped' AND EXISTS (
                     SELECT 1 FROM caretaker.job_runs r
                     WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at))
-            """, stopping).rows
+            """, stopping
+        ).rows
         #expect(odd.isEmpty, "\(odd.map(\.values))")
-        #expect(try db.count("""
-            SELECT count(*) FROM caretaker.job_slots s
-            WHERE NOT EXISTS (SELECT 1 FROM caretaker.job_runs r WHERE r.job = s.job AND r.slot = s.slot)
-            """) == 0, "a claimed slot has no run")
-        #expect(try db.count("SELECT count(DISTINCT pid) FROM caretaker.job_runs") >= 2,
-                "one instance ran every slot: the others never competed")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM caretaker.job_slots s
+                WHERE NOT EXISTS (SELECT 1 FROM caretaker.job_runs r WHERE r.job = s.job AND r.slot = s.slot)
+                """) == 0, "a claimed slot has no run")
+        #expect(
+            try db.count("SELECT count(DISTINCT pid) FROM caretaker.job_runs") >= 2,
+            "one instance ran every slot: the others never competed")
     }
 
     @Test("a slot still in the future on the database clock is neither claimed nor run, nor recorded skipped")
@@ -145,36 +163,46 @@ import Glibc
 
     /// Two normal instances (the idle one may record the skip); one low-footprint
     /// instance, which records the skips after the run gives its only connection back.
-    @Test("a job slower than its period: slots due while it runs are recorded once each as skipped",
-          arguments: [false, true])
+    @Test(
+        "a job slower than its period: slots due while it runs are recorded once each as skipped",
+        arguments: [false, true])
     func slowJobSkipsSlots(lowFootprint: Bool) async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("slow", sql: "SELECT pg_sleep(2.5)"))
+        let config = try db.writeConfiguration(
+            Self.disabledBuiltIns() + Self.sqlJob("slow", sql: "SELECT pg_sleep(2.5)"))
         var daemons = [try await Self.started(config, lowFootprint: lowFootprint)]
         if !lowFootprint { daemons.append(try await Self.started(config)) }
         // Two full periods of run-skip-skip.
-        #expect(try await eventually(timeout: .seconds(12)) {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") >= 2
-        })
+        #expect(
+            try await eventually(timeout: .seconds(12)) {
+                try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") >= 2
+            })
         for daemon in daemons { await Self.stop(daemon) }
 
         let skipped = try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped'")
         #expect(skipped >= 2)
-        #expect(try db.connection.query("""
-            SELECT slot FROM caretaker.job_runs GROUP BY slot HAVING count(*) > 1
-            """).rows.isEmpty, "a slot was recorded twice")
-        #expect(try db.count("""
-            SELECT count(*) FROM caretaker.job_runs s
-            WHERE s.status = 'skipped' AND NOT EXISTS (
-                SELECT 1 FROM caretaker.job_runs r
-                WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
-            """) == 0, "a slot was recorded skipped although no run was going when it came due")
+        #expect(
+            try db.connection.query(
+                """
+                SELECT slot FROM caretaker.job_runs GROUP BY slot HAVING count(*) > 1
+                """
+            ).rows.isEmpty, "a slot was recorded twice")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM caretaker.job_runs s
+                WHERE s.status = 'skipped' AND NOT EXISTS (
+                    SELECT 1 FROM caretaker.job_runs r
+                    WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
+                """) == 0, "a slot was recorded skipped although no run was going when it came due")
         // Every slot from the first to the last one recorded is in the history: run or skipped.
-        let span = try db.connection.query("""
+        let span = try db.connection.query(
+            """
             SELECT count(DISTINCT slot) AS recorded,
                    round(extract(epoch FROM max(slot) - min(slot)))::int + 1 AS due
             FROM caretaker.job_runs
-            """).first!
+            """
+        ).first!
         #expect(span.int("recorded") == span.int("due"), "slots missing from the history: \(span.values)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'skipped' AND error IS NULL") == 0)
     }
@@ -184,10 +212,15 @@ import Glibc
     @Test("SIGTERM during a batch: the batch commits, the run is interrupted, exit 0 within shutdown_grace")
     func sigtermDuringBatch() async throws {
         let db = try TestDatabase()
-        try db.connection.execute(script: "CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 100)")
-        let config = try db.writeConfiguration("[worker]\nshutdown_grace = \"5s\"\n\n" + Self.disabledBuiltIns() + Self.sqlJob(
-            "drain", sql: "WITH pause AS (SELECT pg_sleep(0.3)) DELETE FROM work WHERE id = (SELECT min(id) FROM work, pause)",
-            extra: "repeat_until_zero = true\n"))
+        try db.connection.execute(
+            script: "CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 100)")
+        let config = try db.writeConfiguration(
+            "[worker]\nshutdown_grace = \"5s\"\n\n" + Self.disabledBuiltIns()
+                + Self.sqlJob(
+                    "drain",
+                    sql:
+                        "WITH pause AS (SELECT pg_sleep(0.3)) DELETE FROM work WHERE id = (SELECT min(id) FROM work, pause)",
+                    extra: "repeat_until_zero = true\n"))
         let daemon = try await Self.started(config)
         try #require(await daemon.waitForLog(containing: "msg=\"run started\" job=drain") != nil, "\(daemon.log)")
         try #require(try await eventually { try db.count("SELECT count(*) FROM work") <= 98 })
@@ -199,10 +232,13 @@ import Glibc
         #expect(took < .seconds(5), "took \(took), shutdown_grace is 5s")
         #expect(took < .seconds(2), "a 0.3 s batch should end the run at once, took \(took)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'running'") == 0)
-        let run = try #require(try db.connection.query("""
-            SELECT status, (stats->>'rows')::int AS rows, error FROM caretaker.job_runs
-            WHERE job = 'drain' AND status <> 'skipped' ORDER BY id LIMIT 1
-            """).first)
+        let run = try #require(
+            try db.connection.query(
+                """
+                SELECT status, (stats->>'rows')::int AS rows, error FROM caretaker.job_runs
+                WHERE job = 'drain' AND status <> 'skipped' ORDER BY id LIMIT 1
+                """
+            ).first)
         #expect(run["status"] == "interrupted")
         let remaining = try db.count("SELECT count(*) FROM work")
         #expect(run.int("rows") == 100 - remaining, "every committed batch is counted, the one in flight too")
@@ -214,10 +250,13 @@ import Glibc
     @Test("SIGTERM while a statement outlasts shutdown_grace: it is cancelled, the run interrupted, exit 0 in time")
     func sigtermCancelsAfterGrace() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration("[worker]\nshutdown_grace = \"2s\"\n\n" + Self.disabledBuiltIns()
-            + Self.sqlJob("stuck", schedule: "@every 1m", sql: "SELECT pg_sleep(30)", extra: "statement_timeout = \"1m\"\n"))
+        let config = try db.writeConfiguration(
+            "[worker]\nshutdown_grace = \"2s\"\n\n" + Self.disabledBuiltIns()
+                + Self.sqlJob(
+                    "stuck", schedule: "@every 1m", sql: "SELECT pg_sleep(30)", extra: "statement_timeout = \"1m\"\n"))
         // It ran before, so it catches up on the current minute's slot at once.
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO caretaker.job_runs (job, trigger, status, started_at, finished_at, host, pid)
             VALUES ('stuck', 'manual', 'succeeded', now() - interval '1 day', now() - interval '1 day', 'h', 1)
             """)
@@ -230,9 +269,12 @@ import Glibc
         #expect(status == 0, "\(daemon.log)")
         #expect(took < .milliseconds(2300), "took \(took), shutdown_grace is 2s")
         #expect(took > .seconds(1), "the statement cannot have ended by itself; took \(took)")
-        let run = try #require(try db.connection.query("""
-            SELECT status, error FROM caretaker.job_runs WHERE job = 'stuck' AND trigger = 'catch-up'
-            """).first)
+        let run = try #require(
+            try db.connection.query(
+                """
+                SELECT status, error FROM caretaker.job_runs WHERE job = 'stuck' AND trigger = 'catch-up'
+                """
+            ).first)
         #expect(run["status"] == "interrupted", "\(daemon.log)")
         #expect(run["error"]?.contains("shutdown") == true)
         #expect(daemon.lines(containing: "cancelling running statements").count == 1)
@@ -243,34 +285,44 @@ import Glibc
     @Test("kill -9 during a run: the next instance marks it interrupted at start-up")
     func killNineDuringRun() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration(Self.disabledBuiltIns()
-            + Self.sqlJob("long", schedule: "@every 1s", sql: "SELECT pg_sleep(60)", extra: "statement_timeout = \"2m\"\n"))
+        let config = try db.writeConfiguration(
+            Self.disabledBuiltIns()
+                + Self.sqlJob(
+                    "long", schedule: "@every 1s", sql: "SELECT pg_sleep(60)", extra: "statement_timeout = \"2m\"\n"))
         let first = try await Self.started(config)
         try #require(await first.waitForLog(containing: "msg=\"run started\" job=long") != nil, "\(first.log)")
-        let run = try #require(try db.connection.query("""
-            SELECT id, backend_pid FROM caretaker.job_runs WHERE job = 'long' AND status = 'running'
-            """).first)
+        let run = try #require(
+            try db.connection.query(
+                """
+                SELECT id, backend_pid FROM caretaker.job_runs WHERE job = 'long' AND status = 'running'
+                """
+            ).first)
         let runID = try #require(run.int64("id"))
         first.kill9()
         // The server notices the vanished client within a second (client_connection_check_interval),
         // not when the 60 s statement ends, and the run's advisory lock goes with the backend.
-        #expect(try await eventually(timeout: .seconds(5)) {
-            try db.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", run.int("backend_pid")) == 0
-        }, "the dead worker's backend still runs its statement")
-        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND status = 'running'", runID) == 1,
-                "nobody should have touched the row yet")
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                try db.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", run.int("backend_pid")) == 0
+            }, "the dead worker's backend still runs its statement")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND status = 'running'", runID) == 1,
+            "nobody should have touched the row yet")
         let second = try await Self.started(config)
         // Marked before `ready`, without waiting for any timeout.
-        let row = try #require(try db.connection.query("SELECT status, error FROM caretaker.job_runs WHERE id = $1", runID).first)
+        let row = try #require(
+            try db.connection.query("SELECT status, error FROM caretaker.job_runs WHERE id = $1", runID).first)
         #expect(row["status"] == "interrupted")
         #expect(row["error"]?.contains("died") == true)
-        #expect(second.lines(containing: "marked runs of dead processes interrupted", "runs=1").count == 1, "\(second.log)")
+        #expect(
+            second.lines(containing: "marked runs of dead processes interrupted", "runs=1").count == 1, "\(second.log)")
         second.kill9()
     }
 
     // MARK: 5. Database outage
 
-    @Test("the database stopped for several seconds: the daemon retries, logs it, keeps the watchdog fed, and carries on")
+    @Test(
+        "the database stopped for several seconds: the daemon retries, logs it, keeps the watchdog fed, and carries on")
     func databaseOutage() async throws {
         let server = try TemporaryPostgres()
         defer { try? server.stop() }
@@ -279,15 +331,18 @@ import Glibc
         let path = NSTemporaryDirectory() + "caretaker-outage-\(UUID().uuidString).toml"
         let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
-        try ("[database]\nurl = \"\(server.conninfo(database: "outage"))\"\nconnect_timeout = \"2s\"\n\n"
-            + Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]) + Self.sqlJob("tick", sql: "SELECT 1"))
+        try
+            ("[database]\nurl = \"\(server.conninfo(database: "outage"))\"\nconnect_timeout = \"2s\"\n\n"
+            + Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"])
+            + Self.sqlJob("tick", sql: "SELECT 1"))
             .write(toFile: path, atomically: true, encoding: .utf8)
         defer {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: mailbox)
         }
         let notify = try NotifySocket()
-        let daemon = try await Self.started(path, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        let daemon = try await Self.started(
+            path, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
         try #require(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick") != nil, "\(daemon.log)")
 
         try server.stop()
@@ -300,41 +355,53 @@ import Glibc
         #expect(retries.contains { $0.contains("retry_in_ms=2000") }, "backoff doubles: \(retries)")
         try server.start()
         let restarted = ContinuousClock.now
-        #expect(await daemon.waitForLog(containing: "database reachable again", timeout: .seconds(15)) != nil, "\(daemon.log)")
+        #expect(
+            await daemon.waitForLog(containing: "database reachable again", timeout: .seconds(15)) != nil,
+            "\(daemon.log)")
         let runsBefore = daemon.lines(containing: "msg=\"run finished\" job=tick").count
-        #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: runsBefore + 2) != nil,
-                "the job did not run again after the database came back: \(daemon.log)")
+        #expect(
+            await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: runsBefore + 2) != nil,
+            "the job did not run again after the database came back: \(daemon.log)")
         #expect(!daemon.hasExited)
         // NOTIFYs sent while it was disconnected are lost: a job that listens runs once to pick
         // up their work (trigger=notify, or a scheduled run that came due meanwhile covers it).
-        #expect(try await eventually(timeout: .seconds(5)) {
-            let lines = daemon.logLines
-            guard let back = lines.firstIndex(where: { $0.contains("database reachable again") }) else { return false }
-            return lines[back...].contains { $0.contains("msg=\"run started\" job=send-temp-passwords") }
-        }, "\(daemon.log)")
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                let lines = daemon.logLines
+                guard let back = lines.firstIndex(where: { $0.contains("database reachable again") }) else {
+                    return false
+                }
+                return lines[back...].contains { $0.contains("msg=\"run started\" job=send-temp-passwords") }
+            }, "\(daemon.log)")
 
         // systemd would have killed a daemon whose pings stopped for WATCHDOG_USEC (1 s) during the outage.
-        let pings = notify.messages.filter { $0.text.contains("WATCHDOG=1") && $0.receivedAt > stopped && $0.receivedAt < restarted }
+        let pings = notify.messages.filter {
+            $0.text.contains("WATCHDOG=1") && $0.receivedAt > stopped && $0.receivedAt < restarted
+        }
         #expect(pings.count >= 4, "\(pings.count) watchdog pings during the outage")
         let gaps = zip(pings, pings.dropFirst()).map { $1.receivedAt - $0.receivedAt }
         #expect(gaps.allSatisfy { $0 < .seconds(1) }, "the watchdog starved: gaps \(gaps)")
         await Self.stop(daemon)
         let connection = try server.connect(database: "outage")
-        #expect(try connection.query("SELECT count(*) AS n FROM caretaker.job_runs WHERE status = 'running'").first?.int("n") == 0)
+        #expect(
+            try connection.query("SELECT count(*) AS n FROM caretaker.job_runs WHERE status = 'running'").first?.int(
+                "n") == 0)
     }
 
-    @Test("started while the database is unreachable: retries with backoff (low-footprint too), SIGTERM still works",
-          arguments: [false, true])
+    @Test(
+        "started while the database is unreachable: retries with backoff (low-footprint too), SIGTERM still works",
+        arguments: [false, true])
     func startsWithoutDatabase(lowFootprint: Bool) async throws {
         let path = NSTemporaryDirectory() + "caretaker-nodb-\(UUID().uuidString).toml"
         try """
-            [database]
-            url = "host=/nonexistent-socket-dir port=5432 user=postgres dbname=x"
-            connect_timeout = "2s"
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        [database]
+        url = "host=/nonexistent-socket-dir port=5432 user=postgres dbname=x"
+        connect_timeout = "2s"
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let daemon = try DaemonProcess(config: path, lowFootprint: lowFootprint)
-        let retries = await daemon.waitForLog(containing: "database unavailable; retrying", count: 2, timeout: .seconds(5))
+        let retries = await daemon.waitForLog(
+            containing: "database unavailable; retrying", count: 2, timeout: .seconds(5))
         let second = retries.map { $0[1] } ?? ""
         #expect(second.contains("attempt=2") && second.contains("retry_in_ms=2000"), "\(daemon.log)")
         #expect(daemon.lines(containing: "msg=ready").isEmpty)
@@ -356,28 +423,38 @@ import Glibc
         let failure = try #require(await daemon.waitForLog(containing: "configuration reload failed"), "\(daemon.log)")
         #expect(failure.first?.contains("jobs.tick.bogus_key") == true, "the log should say why: \(failure)")
         let lastBefore = try db.count("SELECT max(id) FROM caretaker.job_runs")
-        #expect(try await eventually(timeout: .seconds(5)) {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded' AND id > $1", lastBefore) >= 2
-        }, "the job stopped after the failed reload")
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                try db.count(
+                    "SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded' AND id > $1",
+                    lastBefore) >= 2
+            }, "the job stopped after the failed reload")
 
         // The new file drops tick, adds tock, and enables a job that listens for NOTIFY.
         let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: mailbox) }
-        _ = try db.writeConfiguration(Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"])
-            + Self.sqlJob("tock", sql: "SELECT 2"))
+        _ = try db.writeConfiguration(
+            Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"])
+                + Self.sqlJob("tock", sql: "SELECT 2"))
         daemon.signal(SIGHUP)
         #expect(await daemon.waitForLog(containing: "msg=\"configuration reloaded\"") != nil, "\(daemon.log)")
         let reloadedAt = try Self.now(db)
-        #expect(try await eventually(timeout: .seconds(5)) {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tock' AND status = 'succeeded'") >= 2
-        }, "the new job does not run: \(daemon.log)")
-        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND started_at > to_timestamp($1::float8)",
-                             reloadedAt) == 0, "the removed job still runs")
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tock' AND status = 'succeeded'") >= 2
+            }, "the new job does not run: \(daemon.log)")
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND started_at > to_timestamp($1::float8)",
+                reloadedAt) == 0, "the removed job still runs")
         try Self.resetRequest(db)
-        #expect(try await eventually(timeout: .seconds(2)) {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
-        }, "the newly enabled job does not LISTEN: \(daemon.log)")
+        #expect(
+            try await eventually(timeout: .seconds(2)) {
+                try db.count(
+                    "SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'")
+                    >= 1
+            }, "the newly enabled job does not LISTEN: \(daemon.log)")
         await Self.stop(daemon)
     }
 
@@ -386,11 +463,13 @@ import Glibc
     @Test("READY=1, a steady WATCHDOG=1 while jobs run, STOPPING=1 on SIGTERM, on a test NOTIFY_SOCKET")
     func systemdNotify() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration(Self.disabledBuiltIns()
-            + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.3)")
-            + Self.sqlJob("slow", schedule: "@every 2s", sql: "SELECT pg_sleep(2.5)"))
+        let config = try db.writeConfiguration(
+            Self.disabledBuiltIns()
+                + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.3)")
+                + Self.sqlJob("slow", schedule: "@every 2s", sql: "SELECT pg_sleep(2.5)"))
         let notify = try NotifySocket()
-        let daemon = try DaemonProcess(config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
+        let daemon = try DaemonProcess(
+            config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
         let ready = try #require(await notify.waitFor("READY=1"), "\(daemon.log)")
         #expect(ready.text.contains("STATUS="))
         // Three seconds with runs starting, finishing and slots skipped.
@@ -410,9 +489,11 @@ import Glibc
     @Test("after downtime across a slot, one catch-up run, however many slots were missed and instances start")
     func catchUpOnce() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("nightly", schedule: "0 0 * * *", sql: "SELECT 1"))
+        let config = try db.writeConfiguration(
+            Self.disabledBuiltIns() + Self.sqlJob("nightly", schedule: "0 0 * * *", sql: "SELECT 1"))
         // It last ran three days ago: three midnights passed while nobody was running.
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, host, pid)
             VALUES ('nightly', 'schedule', 'succeeded',
                     date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '3 days',
@@ -423,9 +504,11 @@ import Glibc
         for daemon in [first, second] {
             try #require(await daemon.waitForLog(containing: "msg=ready") != nil, "\(daemon.log)")
         }
-        #expect(try await eventually {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE trigger = 'catch-up' AND status = 'succeeded'") == 1
-        })
+        #expect(
+            try await eventually {
+                try db.count(
+                    "SELECT count(*) FROM caretaker.job_runs WHERE trigger = 'catch-up' AND status = 'succeeded'") == 1
+            })
         try await Task.sleep(for: .milliseconds(500))  // room for a second catch-up to show, should there be one
         await Self.stop(first)
         await Self.stop(second)
@@ -435,24 +518,30 @@ import Glibc
         await Self.stop(third)
 
         let midnight = "date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-        let runs = try db.connection.query("""
+        let runs = try db.connection.query(
+            """
             SELECT trigger, status, slot = \(midnight) AS latest_midnight
             FROM caretaker.job_runs WHERE host <> 'old-host' AND status <> 'skipped'
-            """).rows
+            """
+        ).rows
         #expect(runs.count == 1, "\(runs.map(\.values))")
         #expect(runs.first?["trigger"] == "catch-up")
         #expect(runs.first?.bool("latest_midnight") == true, "the catch-up is for the latest missed slot")
         // The two midnights before it nobody ran: one row says so, with their number, the first and the last.
-        let missed = try db.connection.query("""
+        let missed = try db.connection.query(
+            """
             SELECT error, (stats->>'missed_slots')::int AS missed,
                    (stats->>'first_missed')::timestamptz = \(midnight) - interval '2 days' AS first_right,
                    (stats->>'last_missed')::timestamptz = \(midnight) - interval '1 day' AS last_right
             FROM caretaker.job_runs WHERE host <> 'old-host' AND status = 'skipped'
-            """).rows
+            """
+        ).rows
         #expect(missed.count == 1, "\(missed.map(\.values))")
         #expect(missed.first?["error"] == "missed while no worker ran")
         #expect(missed.first?.int("missed") == 2)
-        #expect(missed.first?.bool("first_right") == true && missed.first?.bool("last_right") == true, "\(missed.map(\.values))")
+        #expect(
+            missed.first?.bool("first_right") == true && missed.first?.bool("last_right") == true,
+            "\(missed.map(\.values))")
     }
 
     // MARK: 9. NOTIFY
@@ -475,9 +564,11 @@ import Glibc
     @discardableResult
     static func resetRequest(_ db: TestDatabase) throws -> Int64 {
         try db.connection.query("INSERT INTO users (email, password_hash) VALUES ('ann@example.org', 'h')")
-        return try db.connection.query("""
+        return try db.connection.query(
+            """
             INSERT INTO password_reset_requests (email) VALUES ('ann@example.org') RETURNING id
-            """).first!.int64("id")!
+            """
+        ).first!.int64("id")!
     }
 
     /// The NOTIFY arrives while the daemon waits in a query of its own (its deadline
@@ -492,33 +583,43 @@ import Glibc
         // No catch-up: when this test runs in a later clock hour than the template database
         // was migrated in, a catch-up run of logout-inactive would wait for the lock below
         // itself (as caretaker/logout-inactive), and no deadline query would be asked.
-        let config = try db.writeConfiguration(Self.mailConfig(mailbox, schedule: "@hourly") + "catch_up = false\n\n"
-            + "[jobs.logout-inactive]\nschedule = \"@hourly\"\ncatch_up = false\n\n"
-            + Self.disabledBuiltIns(except: ["send-temp-passwords", "logout-inactive"]))
+        let config = try db.writeConfiguration(
+            Self.mailConfig(mailbox, schedule: "@hourly") + "catch_up = false\n\n"
+                + "[jobs.logout-inactive]\nschedule = \"@hourly\"\ncatch_up = false\n\n"
+                + Self.disabledBuiltIns(except: ["send-temp-passwords", "logout-inactive"]))
         let locker = try TemporaryPostgres.shared.connect(database: db.name)
         try locker.query("BEGIN")
         try locker.query("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
         let daemon = try DaemonProcess(config: config)
-        try #require(try await eventually(timeout: .seconds(4)) {
-            try db.count("""
-                SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND application_name = 'caretaker' AND wait_event_type = 'Lock'
-                """) == 1
-        }, "the daemon's deadline query did not wait for the lock: \(daemon.log)")
+        try #require(
+            try await eventually(timeout: .seconds(4)) {
+                try db.count(
+                    """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'caretaker' AND wait_event_type = 'Lock'
+                    """) == 1
+            }, "the daemon's deadline query did not wait for the lock: \(daemon.log)")
         let id = try Self.resetRequest(db)
         try await Task.sleep(for: .milliseconds(200))
         try locker.query("ROLLBACK")
-        #expect(try await eventually(timeout: .seconds(2)) {
-            try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'") >= 1
-        }, "no notify-triggered run: \(daemon.log)")
-        #expect(try await eventually(timeout: .seconds(5)) {
-            try db.count("SELECT count(*) FROM password_reset_requests WHERE id = $1 AND status = 'sent'", id) == 1
-        }, "\(daemon.log)")
-        #expect(try db.count("""
-            SELECT count(*) FROM password_reset_requests r
-            WHERE id = $1 AND sent_at - requested_at < interval '2 seconds'
-            """, id) == 1)
-        #expect((try FileManager.default.contentsOfDirectory(atPath: mailbox)).filter { $0.hasSuffix(".eml") }.count == 1)
+        #expect(
+            try await eventually(timeout: .seconds(2)) {
+                try db.count(
+                    "SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'")
+                    >= 1
+            }, "no notify-triggered run: \(daemon.log)")
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                try db.count("SELECT count(*) FROM password_reset_requests WHERE id = $1 AND status = 'sent'", id) == 1
+            }, "\(daemon.log)")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM password_reset_requests r
+                WHERE id = $1 AND sent_at - requested_at < interval '2 seconds'
+                """, id) == 1)
+        #expect(
+            (try FileManager.default.contentsOfDirectory(atPath: mailbox)).filter { $0.hasSuffix(".eml") }.count == 1)
         await Self.stop(daemon)
     }
 
@@ -528,7 +629,8 @@ import Glibc
         let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: mailbox, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: mailbox) }
-        let config = try db.writeConfiguration(Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]))
+        let config = try db.writeConfiguration(
+            Self.mailConfig(mailbox) + Self.disabledBuiltIns(except: ["send-temp-passwords"]))
         let daemon = try await Self.started(config, lowFootprint: true)
         try Self.resetRequest(db)
         try await Task.sleep(for: .seconds(2))  // what the normal mode does within 2 s must not happen here
@@ -543,8 +645,9 @@ import Glibc
     @Test("low-footprint: no connection while idle, and no wake-ups either", arguments: [false, true])
     func lowFootprintIdle(watchdog: Bool) async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration("[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
-            + Self.sqlJob("tick", schedule: "@every 10s", sql: "SELECT 1"))
+        let config = try db.writeConfiguration(
+            "[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
+                + Self.sqlJob("tick", schedule: "@every 10s", sql: "SELECT 1"))
         let notify = try NotifySocket()
         let environment = watchdog ? ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"] : [:]
         let daemon = try await Self.started(config, lowFootprint: true, environment: environment)
@@ -558,18 +661,22 @@ import Glibc
         var runs = 0
         for _ in 1...3 {
             runs += 1
-            try #require(await daemon.waitForLog(containing: scheduled, count: runs, timeout: .seconds(15)) != nil, "\(daemon.log)")
-            #expect(try await eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
-                    "the connection stayed open after the run")
+            try #require(
+                await daemon.waitForLog(containing: scheduled, count: runs, timeout: .seconds(15)) != nil,
+                "\(daemon.log)")
+            #expect(
+                try await eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
+                "the connection stayed open after the run")
             let nextSlot = (try Self.now(db) / 10).rounded(.up) * 10
             guard try nextSlot - Self.now(db) > 3 else { continue }
-            let switchesBefore = try Self.voluntarySwitches(daemon.pid)
+            // /proc/PID/status counts the main thread's switches: the scheduler's.
+            let switchesBefore = try daemon.statistics.status("voluntary_ctxt_switches")
             let windowStart = ContinuousClock.now
             while try Self.now(db) < nextSlot - 0.5 {
                 samples.append(try Self.daemonConnections(db))
                 try await Task.sleep(for: .milliseconds(100))
             }
-            switches = try Self.voluntarySwitches(daemon.pid) - switchesBefore
+            switches = try daemon.statistics.status("voluntary_ctxt_switches") - switchesBefore
             pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > windowStart }.count
             break
         }
@@ -578,7 +685,9 @@ import Glibc
         #expect(!watchdog || pings >= 2, "\(pings) watchdog pings in the idle window")
         #expect(switches <= pings + 2, "the idle scheduler woke \(switches) times for \(pings) watchdog pings")
         // It connects again for the next run.
-        #expect(await daemon.waitForLog(containing: scheduled, count: runs + 1, timeout: .seconds(15)) != nil, "\(daemon.log)")
+        #expect(
+            await daemon.waitForLog(containing: scheduled, count: runs + 1, timeout: .seconds(15)) != nil,
+            "\(daemon.log)")
         await Self.stop(daemon)
     }
 
@@ -588,58 +697,53 @@ import Glibc
     func lowFootprintHandsMemoryBack() async throws {
         let db = try TestDatabase()
         let worker = "[worker]\nidle_disconnect = \"1s\"\n\n" + Self.disabledBuiltIns()
-        let config = try db.writeConfiguration(worker + Self.sqlJob("tick", schedule: "0 0 1 1 *", sql: "SELECT 1",
-                                                                    extra: "catch_up = false\n"))
+        let config = try db.writeConfiguration(
+            worker
+                + Self.sqlJob(
+                    "tick", schedule: "0 0 1 1 *", sql: "SELECT 1",
+                    extra: "catch_up = false\n"))
         let low = try await Self.started(config, lowFootprint: true)
         let normal = try await Self.started(config)
         try await Task.sleep(for: .seconds(2))
-        let lowKiB = try Self.residentKiB(low.pid)
-        let normalKiB = try Self.residentKiB(normal.pid)
+        let lowKiB = try low.statistics.status("VmRSS")
+        let normalKiB = try normal.statistics.status("VmRSS")
         #expect(lowKiB * 2 < normalKiB, "idle resident memory: low-footprint \(lowKiB) KiB, normal \(normalKiB) KiB")
         _ = try db.writeConfiguration(worker + Self.sqlJob("tick", sql: "SELECT 1"))
         low.signal(SIGHUP)
-        #expect(await low.waitForLog(containing: "trigger=schedule status=succeeded", count: 2, timeout: .seconds(10)) != nil,
-                "\(low.log)")
+        #expect(
+            await low.waitForLog(containing: "trigger=schedule status=succeeded", count: 2, timeout: .seconds(10))
+                != nil,
+            "\(low.log)")
         await Self.stop(normal)
         await Self.stop(low)
     }
 
-    /// `VmRSS` of a process, in KiB.
-    static func residentKiB(_ pid: pid_t) throws -> Int {
-        try statusValue(pid, "VmRSS")
-    }
-
-    /// Voluntary context switches of the process's main thread (the scheduler).
-    static func voluntarySwitches(_ pid: pid_t) throws -> Int {
-        try statusValue(pid, "voluntary_ctxt_switches")
-    }
-
-    /// The number after `name:` in `/proc/PID/status` (a unit such as `kB` after it is ignored).
-    static func statusValue(_ pid: pid_t, _ name: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(name + ":") })
-        let value = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first
-        return try #require(value.flatMap { Int($0) }, "\(line)")
-    }
-
-    @Test("low-footprint: one job at a time on one connection, batch_pause between batches, no spinning while a job waits")
+    @Test(
+        "low-footprint: one job at a time on one connection, batch_pause between batches, no spinning while a job waits"
+    )
     func lowFootprintOneAtATime() async throws {
         let db = try TestDatabase()
-        try db.connection.execute(script: """
-            CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 5);
-            CREATE TABLE deleted (id int, at timestamptz)
-            """)
-        let config = try db.writeConfiguration("[worker]\nbatch_pause = \"300ms\"\n\n" + Self.disabledBuiltIns()
-            + Self.sqlJob("alpha", schedule: "@every 2s", sql: "SELECT pg_sleep(1)")
-            + Self.sqlJob("drain", schedule: "@every 2s",
-                          sql: "WITH d AS (DELETE FROM work WHERE id = (SELECT min(id) FROM work) RETURNING id) INSERT INTO deleted SELECT id, clock_timestamp() FROM d",
-                          extra: "repeat_until_zero = true\n"))
+        try db.connection.execute(
+            script: """
+                CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 5);
+                CREATE TABLE deleted (id int, at timestamptz)
+                """)
+        let config = try db.writeConfiguration(
+            "[worker]\nbatch_pause = \"300ms\"\n\n" + Self.disabledBuiltIns()
+                + Self.sqlJob("alpha", schedule: "@every 2s", sql: "SELECT pg_sleep(1)")
+                + Self.sqlJob(
+                    "drain", schedule: "@every 2s",
+                    sql:
+                        "WITH d AS (DELETE FROM work WHERE id = (SELECT min(id) FROM work) RETURNING id) INSERT INTO deleted SELECT id, clock_timestamp() FROM d",
+                    extra: "repeat_until_zero = true\n"))
         let daemon = try await Self.started(config, lowFootprint: true)
         let cpuBefore = try #require(daemon.cpuTime)
         var connections: [Int] = []
         let done = try await eventually(timeout: .seconds(12)) {
             connections.append(try Self.daemonConnections(db))
-            return try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'drain' AND status = 'succeeded' AND (stats->>'rows')::int = 5") == 1
+            return try db.count(
+                "SELECT count(*) FROM caretaker.job_runs WHERE job = 'drain' AND status = 'succeeded' AND (stats->>'rows')::int = 5"
+            ) == 1
                 && daemon.lines(containing: "msg=\"run finished\" job=alpha").count >= 2
         }
         let cpu = try #require(daemon.cpuTime) - cpuBefore
@@ -648,9 +752,11 @@ import Glibc
         #expect(try Self.overlappingRuns(db) == 0, "two jobs ran at the same time")
         #expect(connections.max() ?? 0 <= 1, "more than one connection: \(connections)")
         #expect(connections.contains(1), "never saw the daemon's connection: the sampling is broken")
-        let gaps = try db.connection.query("""
+        let gaps = try db.connection.query(
+            """
             SELECT extract(epoch FROM at - lag(at) OVER (ORDER BY at))::float8 AS gap FROM deleted ORDER BY at
-            """).rows.compactMap { $0.double("gap") }
+            """
+        ).rows.compactMap { $0.double("gap") }
         #expect(gaps.count == 4)
         #expect(gaps.allSatisfy { $0 >= 0.29 }, "batches closer than batch_pause: \(gaps)")
         // drain waits about a second per slot for alpha to finish: a scheduler polling for a free place burns that.
@@ -662,43 +768,57 @@ import Glibc
     @Test("logout-inactive revokes a session right after its idle deadline, not at the next slot")
     func logoutAtDeadline() async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration("[jobs.logout-inactive]\nschedule = \"@every 1m\"\nidle_timeout = \"3s\"\n\n"
-            + Self.disabledBuiltIns(except: ["logout-inactive"]))
+        let config = try db.writeConfiguration(
+            "[jobs.logout-inactive]\nschedule = \"@every 1m\"\nidle_timeout = \"3s\"\n\n"
+                + Self.disabledBuiltIns(except: ["logout-inactive"]))
         let daemon = try await Self.started(config)
         // The session starts after the daemon is up: it has to notice it by itself.
-        let session = try db.connection.query("""
+        let session = try db.connection.query(
+            """
             WITH u AS (INSERT INTO users (email, password_hash) VALUES ('bo@example.org', 'h') RETURNING id)
             INSERT INTO sessions (user_id, last_seen_at) SELECT id, now() FROM u RETURNING id
-            """).first!["id"]!
-        #expect(try await eventually(timeout: .seconds(8)) {
-            try db.count("SELECT count(*) FROM sessions WHERE id = $1::uuid AND revoked_at IS NOT NULL", session) == 1
-        }, "\(daemon.log)")
-        let row = try #require(try db.connection.query("""
-            SELECT revoked_at - last_seen_at < interval '5 s' AS prompt, revoked_at - last_seen_at >= interval '3 s' AS not_early,
-                   revoked_reason FROM sessions WHERE id = $1::uuid
-            """, session).first)
+            """
+        ).first!["id"]!
+        #expect(
+            try await eventually(timeout: .seconds(8)) {
+                try db.count("SELECT count(*) FROM sessions WHERE id = $1::uuid AND revoked_at IS NOT NULL", session)
+                    == 1
+            }, "\(daemon.log)")
+        let row = try #require(
+            try db.connection.query(
+                """
+                SELECT revoked_at - last_seen_at < interval '5 s' AS prompt, revoked_at - last_seen_at >= interval '3 s' AS not_early,
+                       revoked_reason FROM sessions WHERE id = $1::uuid
+                """, session
+            ).first)
         #expect(row.bool("prompt") == true)
         #expect(row.bool("not_early") == true)
         #expect(row["revoked_reason"] == "inactivity")
-        #expect(try db.count("""
-            SELECT count(*) FROM caretaker.job_runs
-            WHERE job = 'logout-inactive' AND trigger = 'deadline' AND (stats->>'sessions_revoked')::int = 1
-            """) == 1, "the session was not revoked by a deadline run")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM caretaker.job_runs
+                WHERE job = 'logout-inactive' AND trigger = 'deadline' AND (stats->>'sessions_revoked')::int = 1
+                """) == 1, "the session was not revoked by a deadline run")
         await Self.stop(daemon)
     }
 
     /// The app holds an idle session locked, or every revocation fails: the deadline
     /// query keeps saying "due", and the runs follow the retry rules instead of looping.
-    @Test("logout-inactive with its work stuck: a handful of runs in 15 s, at most 1 + max_retries before the next slot",
-          arguments: ["locked", "failing"])
+    @Test(
+        "logout-inactive with its work stuck: a handful of runs in 15 s, at most 1 + max_retries before the next slot",
+        arguments: ["locked", "failing"])
     func stuckDeadlineDoesNotSpin(cause: String) async throws {
         let db = try TestDatabase()
-        let config = try db.writeConfiguration("[jobs.logout-inactive]\nschedule = \"@hourly\"\nmax_retries = 3\n\n"
-            + Self.disabledBuiltIns(except: ["logout-inactive"]))
-        let session = try db.connection.query("""
+        let config = try db.writeConfiguration(
+            "[jobs.logout-inactive]\nschedule = \"@hourly\"\nmax_retries = 3\n\n"
+                + Self.disabledBuiltIns(except: ["logout-inactive"]))
+        let session = try db.connection.query(
+            """
             WITH u AS (INSERT INTO users (email, password_hash) VALUES ('cy@example.org', 'h') RETURNING id)
             INSERT INTO sessions (user_id, last_seen_at) SELECT id, now() - interval '11 minutes' FROM u RETURNING id
-            """).first!["id"]!
+            """
+        ).first!["id"]!
         let locker = try TemporaryPostgres.shared.connect(database: db.name)
         if cause == "locked" {
             // Held for 20 s, as the app would in a longer transaction.
@@ -712,32 +832,41 @@ import Glibc
         let startedAt = try Self.now(db)
         let daemon = try await Self.started(config)
         try await Task.sleep(for: .seconds(15))
-        let runs = try db.connection.query("""
+        let runs = try db.connection.query(
+            """
             SELECT trigger, status, attempt, started_at < date_trunc('hour', to_timestamp($1::float8)) + interval '1 hour' AS before_slot
             FROM caretaker.job_runs WHERE job = 'logout-inactive' ORDER BY id
-            """, startedAt).rows
+            """, startedAt
+        ).rows
         await Self.stop(daemon)
         if cause == "locked" { try locker.query("ROLLBACK") }
         #expect(runs.count >= 1 && runs.count <= 5, "\(runs.count) runs in 15 s: \(daemon.log)")
         #expect(runs.filter { $0.bool("before_slot") == true }.count <= 1 + 3)
         // The first run is the deadline wake-up (or a catch-up, when the test template's schema predates the hour).
         #expect(["deadline", "catch-up"].contains(runs.first?["trigger"] ?? ""), "\(runs.map(\.values))")
-        #expect(runs.dropFirst().allSatisfy { $0["trigger"] == "retry" || $0["trigger"] == "schedule" }, "\(runs.map(\.values))")
+        #expect(
+            runs.dropFirst().allSatisfy { $0["trigger"] == "retry" || $0["trigger"] == "schedule" },
+            "\(runs.map(\.values))")
         if cause == "failing" {
             #expect(runs.allSatisfy { $0["status"] == "failed" }, "\(runs.map(\.values))")
         }
-        #expect(daemon.lines(containing: "msg=\"retry planned\"").filter { $0.contains("attempt=2") }.count == 1, "\(daemon.log)")
+        #expect(
+            daemon.lines(containing: "msg=\"retry planned\"").filter { $0.contains("attempt=2") }.count == 1,
+            "\(daemon.log)")
     }
 
     /// An operator's `LOCK TABLE caretaker.job_slots` for 14 s: the scheduler's own
     /// statements (claims of skipped slots) time out, are logged and retried, and
     /// the watchdog is fed throughout; afterwards runs carry on.
-    @Test("a lock on caretaker's tables: the scheduler's statements time out and are retried, the watchdog keeps being fed")
+    @Test(
+        "a lock on caretaker's tables: the scheduler's statements time out and are retried, the watchdog keeps being fed"
+    )
     func bookkeepingStatementsTimeOut() async throws {
         let db = try TestDatabase()
         let config = try db.writeConfiguration(Self.disabledBuiltIns() + Self.sqlJob("slow", sql: "SELECT pg_sleep(2)"))
         let notify = try NotifySocket()
-        let daemon = try DaemonProcess(config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "10000000"])
+        let daemon = try DaemonProcess(
+            config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "10000000"])
         let ready = try #require(await notify.waitFor("READY=1"), "\(daemon.log)")
         try #require(await daemon.waitForLog(containing: "status=skipped") != nil, "\(daemon.log)")
         let locker = try TemporaryPostgres.shared.connect(database: db.name)
@@ -748,16 +877,21 @@ import Glibc
         try locker.query("ROLLBACK")
         let unlocked = ContinuousClock.now
         let finishedBefore = daemon.lines(containing: "msg=\"run finished\" job=slow").count
-        #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=slow", count: finishedBefore + 1,
-                                        timeout: .seconds(15)) != nil, "runs did not carry on: \(daemon.log)")
+        #expect(
+            await daemon.waitForLog(
+                containing: "msg=\"run finished\" job=slow", count: finishedBefore + 1,
+                timeout: .seconds(15)) != nil, "runs did not carry on: \(daemon.log)")
         #expect(!daemon.lines(containing: "the scheduler's statement timed out; retrying").isEmpty, "\(daemon.log)")
         // READY=1, then pings until 6 s after the lock: no gap as long as WATCHDOG_USEC.
         try await Task.sleep(until: unlocked + .seconds(6))
-        let alive = [ready.receivedAt] + notify.messages.filter { $0.text.contains("WATCHDOG=1") }.map(\.receivedAt)
+        let alive =
+            [ready.receivedAt]
+            + notify.messages.filter { $0.text.contains("WATCHDOG=1") }.map(\.receivedAt)
             .filter { $0 < unlocked + .seconds(6) }
         let gaps = zip(alive, alive.dropFirst()).map { $1 - $0 }
-        #expect(alive.filter { $0 > locked && $0 < unlocked }.count >= 2,
-                "\(alive.map { $0 - locked }) watchdog pings from the lock's start (lifted after \(unlocked - locked))")
+        #expect(
+            alive.filter { $0 > locked && $0 < unlocked }.count >= 2,
+            "\(alive.map { $0 - locked }) watchdog pings from the lock's start (lifted after \(unlocked - locked))")
         #expect(gaps.allSatisfy { $0 < .seconds(10) }, "the watchdog starved: gaps \(gaps)")
         await Self.stop(daemon)
     }

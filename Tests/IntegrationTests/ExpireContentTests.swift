@@ -13,11 +13,14 @@ import Testing
 
     /// Inserts a pack created `age` ago (an interval literal such as `'24 hours'`); returns its id.
     func pack(age: String, admin: Bool = false, members: Int = 0) throws -> Int64 {
-        let id = try db.connection.query("""
+        let id = try db.connection.query(
+            """
             INSERT INTO packs (name, is_admin, created_at) VALUES ('p', $1, now() - $2::interval) RETURNING id
-            """, admin, age).first!.int64("id")!
+            """, admin, age
+        ).first!.int64("id")!
         for _ in 0..<members {
-            try db.connection.query("""
+            try db.connection.query(
+                """
                 WITH u AS (INSERT INTO users (email, password_hash) VALUES (gen_random_uuid()::text || '@x.test', 'h') RETURNING id)
                 INSERT INTO pack_members (pack_id, user_id) SELECT $1, id FROM u
                 """, id)
@@ -27,9 +30,11 @@ import Testing
 
     @discardableResult
     func post(in pack: Int64, likes: Int, age: String) throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at) VALUES ($1, $2, now() - $3::interval) RETURNING id
-            """, pack, likes, age).first!.int64("id")!
+            """, pack, likes, age
+        ).first!.int64("id")!
     }
 
     func exists(post id: Int64) throws -> Bool {
@@ -40,8 +45,9 @@ import Testing
         try db.count("SELECT count(*) FROM packs WHERE id = $1", id) == 1
     }
 
-    @Test("a post lives L(likes): kept one minute before its deadline, deleted one minute after",
-          arguments: [(0, 24 * 60), (50, 36 * 60), (100, 48 * 60), (250, 48 * 60), (-7, 24 * 60)])
+    @Test(
+        "a post lives L(likes): kept one minute before its deadline, deleted one minute after",
+        arguments: [(0, 24 * 60), (50, 36 * 60), (100, 48 * 60), (250, 48 * 60), (-7, 24 * 60)])
     func postBoundaries(likes: Int, lifetimeMinutes: Int) throws {
         let admin = try pack(age: "100 days", admin: true)
         let early = try post(in: admin, likes: likes, age: "\(lifetimeMinutes - 1) minutes")
@@ -76,16 +82,16 @@ import Testing
         func posts(_ pack: Int64, likes: [Int]) throws {
             for like in likes { try post(in: pack, likes: like, age: "1 minute") }
         }
-        let over = try pack(age: "30 hours")      // 40 posts of 1 like: past 25 after 26 of them
+        let over = try pack(age: "30 hours")  // 40 posts of 1 like: past 25 after 26 of them
         try posts(over, likes: Array(repeating: 1, count: 40))
-        let under = try pack(age: "30 hours")     // 20 likes in all
+        let under = try pack(age: "30 hours")  // 20 likes in all
         try posts(under, likes: Array(repeating: 1, count: 20))
-        let atThreshold = try pack(age: "30 hours", members: 5)   // 5 + 20 = 25
+        let atThreshold = try pack(age: "30 hours", members: 5)  // 5 + 20 = 25
         try posts(atThreshold, likes: [10, 10])
         let manyMembers = try pack(age: "30 hours", members: 26)
         let negative = try pack(age: "30 hours")  // 30 − 10 = 20, but a negative like counts as 0: 30
         try posts(negative, likes: [30, -10])
-        let old = try pack(age: "49 hours", members: 3)   // past max_lifetime: due at any popularity
+        let old = try pack(age: "49 hours", members: 3)  // past max_lifetime: due at any popularity
         try posts(old, likes: [500, 500])
         // One post's likes against the threshold (the index probe that settles most packs, then the count).
         let oneAt = try pack(age: "30 hours")
@@ -193,7 +199,9 @@ import Testing
         try app.query("BEGIN")
         try app.query("UPDATE posts SET likes = likes + 1 WHERE id = $1", liked)
         let db = self.db
-        let run = Task.detached { try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"5s\"\n") }
+        let run = Task.detached {
+            try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"5s\"\n")
+        }
         try await Task.sleep(for: .milliseconds(500))
         try app.query("COMMIT")
         let stats = try await run.value
@@ -204,7 +212,8 @@ import Testing
     @Test("2,500 due posts go in batches of batch_size")
     func batches() throws {
         let admin = try pack(age: "3 days", admin: true)
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at)
             SELECT $1, 0, now() - interval '3 days' - g * interval '1 second' FROM generate_series(1, 2500) g
             """, admin)
@@ -218,11 +227,13 @@ import Testing
     @Test("max_runtime stops between batches; the next run finishes the work")
     func maxRuntime() throws {
         let admin = try pack(age: "3 days", admin: true)
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at)
             SELECT $1, 0, now() - interval '3 days' FROM generate_series(1, 50) g
             """, admin)
-        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 10\nmax_runtime = \"1ms\"\n")
+        let stats = try db.runSucceeding(
+            "expire-content", "[jobs.expire-content]\nbatch_size = 10\nmax_runtime = \"1ms\"\n")
         #expect(stats["posts_deleted"] < 50)
         #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 50 - stats["posts_deleted"])
     }
@@ -233,7 +244,9 @@ import Testing
         // min 1h, max 3h, full at 10 likes: 5 likes → 2h.
         let kept = try post(in: admin, likes: 5, age: "119 minutes")
         let gone = try post(in: admin, likes: 5, age: "121 minutes")
-        try db.runSucceeding("expire-content", """
+        try db.runSucceeding(
+            "expire-content",
+            """
             [jobs.expire-content]
             min_lifetime = "1h"
             max_lifetime = "3h"
@@ -246,16 +259,19 @@ import Testing
     @Test("with nothing due, the post query reads through the index, not the table")
     func usesIndex() throws {
         let admin = try pack(age: "1 hour", admin: true)
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at)
             SELECT $1, 0, now() - g * interval '1 second' FROM generate_series(1, 20000) g
             """, admin)
         try db.connection.query("ANALYZE posts")
-        let plan = try db.connection.query("""
+        let plan = try db.connection.query(
+            """
             EXPLAIN SELECT s.id FROM posts s
             WHERE s.created_at <= now() - interval '24 hours' AND (s.created_at, s.id) > ('-infinity', 0)
             ORDER BY s.created_at, s.id LIMIT 1000 FOR UPDATE SKIP LOCKED
-            """).rows.compactMap { $0[0] }.joined(separator: "\n")
+            """
+        ).rows.compactMap { $0[0] }.joined(separator: "\n")
         #expect(plan.contains("posts_created_idx"), "plan:\n\(plan)")
         #expect(!plan.contains("Seq Scan"), "plan:\n\(plan)")
     }
@@ -266,8 +282,10 @@ import Testing
     /// A fresh database whose posts `insert` adds (`$1`: an admin pack's id, so only posts expire), vacuumed.
     static func database(posts insert: String) throws -> TestDatabase {
         let db = try TestDatabase()
-        let admin = try db.connection.query("INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id")
-            .first!.int64("id")!
+        let admin = try db.connection.query(
+            "INSERT INTO packs (name, is_admin, created_at) VALUES ('a', true, now() - interval '9 days') RETURNING id"
+        )
+        .first!.int64("id")!
         try db.connection.query(insert, admin)
         try db.connection.query("VACUUM ANALYZE posts")
         return db
@@ -276,18 +294,22 @@ import Testing
     @Test("a large backlog is swept page range by page range; locked rows are skipped, the rest are exact")
     func sweep() throws {
         // 150,000 posts: likes 0–149 and ages 0–72 h, so most are due and some wait on their likes.
-        let db = try Self.database(posts: """
-            INSERT INTO posts (pack_id, likes, created_at, body)
-            SELECT $1, g % 150, now() - (g % 4320) * interval '1 minute', repeat('post body ', 12)
-            FROM generate_series(1, 150000) g
-            """)
-        let expected = try db.count("""
+        let db = try Self.database(
+            posts: """
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT $1, g % 150, now() - (g % 4320) * interval '1 minute', repeat('post body ', 12)
+                FROM generate_series(1, 150000) g
+                """)
+        let expected = try db.count(
+            """
             SELECT count(*) FROM posts
             WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' <= now()
             """)
-        let locked = try db.connection.query("""
+        let locked = try db.connection.query(
+            """
             SELECT id FROM posts WHERE created_at < now() - interval '60 hours' ORDER BY id LIMIT 1
-            """).first!.int64("id")!
+            """
+        ).first!.int64("id")!
         let app = try TemporaryPostgres.shared.connect(database: db.name)
         try app.query("BEGIN")
         try app.query("SELECT 1 FROM posts WHERE id = $1 FOR UPDATE", locked)
@@ -295,10 +317,12 @@ import Testing
         #expect(stats["swept_pages"] > 0, "the sweep was not chosen: \(stats)")
         #expect(stats["posts_deleted"] == expected - 1, "\(stats)")
         #expect(try db.count("SELECT count(*) FROM posts WHERE id = $1", locked) == 1)
-        #expect(try db.count("""
-            SELECT count(*) FROM posts
-            WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' > now()
-            """) == 150000 - expected, "a post was deleted before its deadline")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM posts
+                WHERE created_at + (86400 + 86400 * least(1.0, greatest(likes, 0)::float8 / 100)) * interval '1 second' > now()
+                """) == 150000 - expected, "a post was deleted before its deadline")
         #expect(stats["batch_max_ms"] > 0)
         try app.query("ROLLBACK")
         #expect(try db.runSucceeding("expire-content")["posts_deleted"] == 1)
@@ -308,31 +332,35 @@ import Testing
     func sweepWithinWindow() throws {
         // Ages 30–46 h: with 0–19 likes (lifetime ≤ 28.6 h) all are due; every 20th post
         // has 100 likes (48 h) and is not.
-        let db = try Self.database(posts: """
-            INSERT INTO posts (pack_id, likes, created_at, body)
-            SELECT $1, CASE WHEN g % 20 = 0 THEN 100 ELSE g % 20 END,
-                   now() - interval '30 hours' - (g % 960) * interval '1 minute', repeat('post body ', 12)
-            FROM generate_series(1, 150000) g
-            """)
+        let db = try Self.database(
+            posts: """
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT $1, CASE WHEN g % 20 = 0 THEN 100 ELSE g % 20 END,
+                       now() - interval '30 hours' - (g % 960) * interval '1 minute', repeat('post body ', 12)
+                FROM generate_series(1, 150000) g
+                """)
         let stats = try db.runSucceeding("expire-content")
         #expect(stats["swept_pages"] > 0, "the sweep was not chosen: \(stats)")
         #expect(stats["posts_deleted"] == 142_500, "\(stats)")
-        #expect(try db.count("SELECT count(*) FROM posts WHERE likes = 100") == 7_500, "a post was deleted before its deadline")
+        #expect(
+            try db.count("SELECT count(*) FROM posts WHERE likes = 100") == 7_500,
+            "a post was deleted before its deadline")
     }
 
     @Test("a large table with little due stays on the index path, even after a full batch")
     func littleDueStaysOnIndex() throws {
         // 150,000 young posts and 1,500 due ones (more than one batch of 1,000), half
         // past the maximum lifetime and half due within the popularity window.
-        let db = try Self.database(posts: """
-            INSERT INTO posts (pack_id, likes, created_at, body)
-            SELECT $1::bigint, 0, now() - (g % 1200) * interval '1 minute', repeat('post body ', 12)
-            FROM generate_series(1, 150000) g
-            UNION ALL
-            SELECT $1::bigint, CASE WHEN g % 2 = 0 THEN 0 ELSE 10 END,
-                   now() - CASE WHEN g % 2 = 0 THEN interval '50 hours' ELSE interval '27 hours' END - g * interval '1 second', ''
-            FROM generate_series(1, 1500) g
-            """)
+        let db = try Self.database(
+            posts: """
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT $1::bigint, 0, now() - (g % 1200) * interval '1 minute', repeat('post body ', 12)
+                FROM generate_series(1, 150000) g
+                UNION ALL
+                SELECT $1::bigint, CASE WHEN g % 2 = 0 THEN 0 ELSE 10 END,
+                       now() - CASE WHEN g % 2 = 0 THEN interval '50 hours' ELSE interval '27 hours' END - g * interval '1 second', ''
+                FROM generate_series(1, 1500) g
+                """)
         let stats = try db.runSucceeding("expire-content")
         #expect(!stats.counters.contains { $0.name == "swept_pages" }, "the sweep was chosen for 1% due: \(stats)")
         #expect(stats["posts_deleted"] == 1_500, "\(stats)")

@@ -11,10 +11,13 @@ import Testing
     /// A database with `count` posts past the maximum lifetime in an admin pack.
     static func backlog(_ count: Int, _ test: String = #function) throws -> TestDatabase {
         let db = try TestDatabase(test)
-        let admin = try db.connection.query("""
+        let admin = try db.connection.query(
+            """
             INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '100 days') RETURNING id
-            """).first!.int64("id")!
-        try db.connection.query("""
+            """
+        ).first!.int64("id")!
+        try db.connection.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at, body)
             SELECT $1, 0, now() - interval '3 days' - g * interval '1 second', repeat('post body ', 12)
             FROM generate_series(1, $2::int) g
@@ -27,7 +30,9 @@ import Testing
         let db = try Self.backlog(400)
         // max_runtime: the budget counts all WAL written while a batch runs, and tests
         // running beside this one write megabytes at a time (CREATE DATABASE).
-        let stats = try db.runSucceeding("expire-content", """
+        let stats = try db.runSucceeding(
+            "expire-content",
+            """
             [jobs.expire-content]
             batch_size = 100
             max_wal_rate = "32kB/s"
@@ -60,7 +65,8 @@ import Testing
     @Test("without a WAL budget the run never pauses for WAL")
     func walBudgetOff() throws {
         let db = try Self.backlog(400)
-        let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"\"\n")
+        let stats = try db.runSucceeding(
+            "expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"\"\n")
         #expect(stats["posts_deleted"] == 400)
         #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "\(stats)")
     }
@@ -69,24 +75,27 @@ import Testing
     func synchronousCommitSeen(_ extra: String, _ test: String = #function) throws -> [String] {
         let db = try Self.backlog(50, test)
         // The database's default is on, so only caretaker's own batch setting can turn it off.
-        try db.connection.execute(script: """
-            ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
-            CREATE TABLE seen (setting text);
-            GRANT INSERT ON seen TO \(quoteIdentifier(TemporaryPostgres.workerRole));
-            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                INSERT INTO seen VALUES (current_setting('synchronous_commit') || ' ' || current_setting('backend_flush_after'));
-                RETURN NULL;
-            END $$;
-            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
-            """)
+        try db.connection.execute(
+            script: """
+                ALTER DATABASE "\(db.name)" SET synchronous_commit = on;
+                CREATE TABLE seen (setting text);
+                GRANT INSERT ON seen TO \(quoteIdentifier(TemporaryPostgres.workerRole));
+                CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO seen VALUES (current_setting('synchronous_commit') || ' ' || current_setting('backend_flush_after'));
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+                """)
         #expect(try db.runSucceeding("expire-content", extra)["posts_deleted"] == 50)
         let after = try TemporaryPostgres.shared.connect(database: db.name)
         #expect(try after.query("SHOW synchronous_commit").first?[0] == "on", "the database default changed")
         return try db.connection.query("SELECT DISTINCT setting FROM seen").rows.compactMap { $0[0] }
     }
 
-    @Test("expire-content's batches commit with synchronous_commit = off by default and flush their own writes every 256 kB (SHOW inside a batch)")
+    @Test(
+        "expire-content's batches commit with synchronous_commit = off by default and flush their own writes every 256 kB (SHOW inside a batch)"
+    )
     func asynchronousCommitByDefault() throws {
         #expect(try synchronousCommitSeen("") == ["off 256kB"])
     }
@@ -100,11 +109,14 @@ import Testing
 
     /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
     static func run(_ job: String, conninfo: String, _ extra: String = "") throws -> JobStats? {
-        let configuration = try ConfigurationLoader.parse("[database]\nurl = \"\(conninfo)\"\n" + extra, file: "test.toml")
-        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing()) }
+        let configuration = try ConfigurationLoader.parse(
+            "[database]\nurl = \"\(conninfo)\"\n" + extra, file: "test.toml")
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing())
+        }
         let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
-            .run(.init(job: configuration.job(named: job)!, trigger: .manual, dryRun: false),
-                 on: try Connection(.init(conninfo: conninfo, applicationName: "test")))
+            .run(
+                .init(job: configuration.job(named: job)!, trigger: .manual, dryRun: false),
+                on: try Connection(.init(conninfo: conninfo, applicationName: "test")))
         guard case .finished(_, .succeeded, let stats, _) = outcome else {
             Issue.record("\(job) did not succeed: \(outcome)")
             return nil
@@ -112,32 +124,39 @@ import Testing
         return stats
     }
 
-    @Test("with compress_wal, a sweep compresses its full page images when the role may set wal_compression, and only then")
+    @Test(
+        "with compress_wal, a sweep compresses its full page images when the role may set wal_compression, and only then"
+    )
     func walCompression() throws {
         let db = try TestDatabase()
         let role = "plain_" + db.name
-        try db.connection.execute(script: """
-            INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '9 days');
-            CREATE TABLE seen (setting text);
-            CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN INSERT INTO seen VALUES (current_setting('wal_compression')); RETURN NULL; END $$;
-            CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
-            CREATE ROLE "\(role)" LOGIN;
-            GRANT USAGE ON SCHEMA public, caretaker TO "\(role)";
-            GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(role)";
-            GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
-            """)
+        try db.connection.execute(
+            script: """
+                INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '9 days');
+                CREATE TABLE seen (setting text);
+                CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN INSERT INTO seen VALUES (current_setting('wal_compression')); RETURN NULL; END $$;
+                CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
+                CREATE ROLE "\(role)" LOGIN;
+                GRANT USAGE ON SCHEMA public, caretaker TO "\(role)";
+                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(role)";
+                GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
+                """)
         /// A backlog large enough for the sweep; the settings its DELETEs ran with.
         func sweep(as user: String, compress: Bool = true) throws -> [String] {
-            try db.connection.execute(script: """
-                TRUNCATE seen;
-                INSERT INTO posts (pack_id, likes, created_at, body)
-                SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
-                FROM generate_series(1, 150000);
-                """)
+            try db.connection.execute(
+                script: """
+                    TRUNCATE seen;
+                    INSERT INTO posts (pack_id, likes, created_at, body)
+                    SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
+                    FROM generate_series(1, 150000);
+                    """)
             try db.connection.query("VACUUM ANALYZE posts")
-            let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing("user=postgres", with: "user=\(user)")
-            let stats = try #require(try Self.run("expire-content", conninfo: conninfo, "[jobs.expire-content]\ncompress_wal = \(compress)\n"))
+            let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing(
+                "user=postgres", with: "user=\(user)")
+            let stats = try #require(
+                try Self.run(
+                    "expire-content", conninfo: conninfo, "[jobs.expire-content]\ncompress_wal = \(compress)\n"))
             #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
             return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
         }
@@ -149,7 +168,8 @@ import Testing
         #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
     }
 
-    @Test("a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
+    @Test(
+        "a standby replaying further behind than max_replica_lag holds the run until it has replayed the latest batch")
     func replicaLag() throws {
         // A cluster of its own: pausing the shared standby's replay would hold every
         // other test's run (max_replica_lag is on by default).
@@ -162,7 +182,8 @@ import Testing
         // Replay stops; the backlog arrives; the standby receives it but does not apply it.
         try standby.query("SELECT pg_wal_replay_pause()")
         defer { _ = try? standby.query("SELECT pg_wal_replay_resume()") }
-        try primary.query("""
+        try primary.query(
+            """
             WITH admin AS (INSERT INTO packs (name, is_admin) VALUES ('admin', true) RETURNING id)
             INSERT INTO posts (pack_id, likes, created_at)
             SELECT (SELECT id FROM admin), 0, now() - interval '3 days' FROM generate_series(1, 300)
@@ -172,20 +193,25 @@ import Testing
         for _ in 0..<100 where !lagging {
             Thread.sleep(forTimeInterval: 0.1)
             try primary.query("SELECT pg_logical_emit_message(false, 'caretaker-test', 'tick')")
-            lagging = try primary.query("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'")
+            lagging =
+                try primary.query("SELECT count(*) FROM pg_stat_replication WHERE replay_lag > interval '300 ms'")
                 .first?[0] != "0"
         }
         #expect(lagging, "the standby never reported a replay lag")
         // max_replica_lag = "" does not look at the standbys: half the backlog goes at once.
-        let ignoring = try #require(try Self.run("expire-content", conninfo: server.conninfo(database: name), """
-            [jobs.expire-content]
-            batch_size = 50
-            max_runtime = "1h"
-            max_replica_lag = ""
-            """))
+        let ignoring = try #require(
+            try Self.run(
+                "expire-content", conninfo: server.conninfo(database: name),
+                """
+                [jobs.expire-content]
+                batch_size = 50
+                max_runtime = "1h"
+                max_replica_lag = ""
+                """))
         #expect(ignoring["posts_deleted"] == 300)
         #expect(!ignoring.counters.contains { $0.name == "replica_wait_ms" }, "\(ignoring)")
-        try primary.query("""
+        try primary.query(
+            """
             INSERT INTO posts (pack_id, likes, created_at)
             SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 300)
             """)
@@ -196,11 +222,14 @@ import Testing
             _ = try? again?.query("SELECT pg_wal_replay_resume()")
         }
         resumed.start()
-        let stats = try #require(try Self.run("expire-content", conninfo: server.conninfo(database: name), """
-            [jobs.expire-content]
-            batch_size = 100
-            max_replica_lag = "200ms"
-            """))
+        let stats = try #require(
+            try Self.run(
+                "expire-content", conninfo: server.conninfo(database: name),
+                """
+                [jobs.expire-content]
+                batch_size = 100
+                max_replica_lag = "200ms"
+                """))
         #expect(stats["posts_deleted"] == 300)
         // The run could not go on before replay resumed, well after its first batch.
         #expect(stats["replica_wait_ms"] >= 1000, "\(stats)")

@@ -18,27 +18,33 @@ import Testing
 
     /// A user created `created` ago; with `seen`, one session last seen that long ago.
     func user(deleted: Bool = false, created: String = "400 days", seen: String? = "1 minute") throws -> Int64 {
-        let id = try db.connection.query("""
+        let id = try db.connection.query(
+            """
             INSERT INTO users (email, password_hash, created_at, deleted_at)
             VALUES (gen_random_uuid()::text || '@x.test', 'h', now() - $1::interval, CASE WHEN $2::boolean THEN now() END)
             RETURNING id
-            """, created, deleted).first!.int64("id")!
+            """, created, deleted
+        ).first!.int64("id")!
         if let seen {
-            try db.connection.query("INSERT INTO sessions (user_id, last_seen_at) VALUES ($1, now() - $2::interval)", id, seen)
+            try db.connection.query(
+                "INSERT INTO sessions (user_id, last_seen_at) VALUES ($1, now() - $2::interval)", id, seen)
         }
         return id
     }
 
     func community(leader: Int64? = nil, successor: Int64? = nil, archived: Bool = false) throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO communities (name, leader_id, successor_id, archived_at)
             VALUES ('c', $1::bigint, $2::bigint, CASE WHEN $3::boolean THEN now() - interval '1 day' END) RETURNING id
-            """, leader, successor, archived).first!.int64("id")!
+            """, leader, successor, archived
+        ).first!.int64("id")!
     }
 
     /// Adds `user` to `community`, joined `ago` (an interval) or at the timestamp `at`.
     func join(_ community: Int64, _ user: Int64, ago: String = "10 days") throws {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO community_members (community_id, user_id, joined_at) VALUES ($1, $2, now() - $3::interval)
             """, community, user, ago)
     }
@@ -46,7 +52,8 @@ import Testing
     func state(of community: Int64) throws -> (leader: Int64?, successor: Int64?, archived: Bool) {
         let row = try db.connection.query(
             "SELECT leader_id, successor_id, archived_at IS NOT NULL AS archived FROM communities WHERE id = $1",
-            community).first!
+            community
+        ).first!
         return (row.int64("leader_id"), row.int64("successor_id"), row.bool("archived")!)
     }
 
@@ -59,12 +66,15 @@ import Testing
     }
 
     func changes(of community: Int64) throws -> [Change] {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             SELECT previous_leader_id, new_leader_id, reason, chosen_by, run_id
             FROM community_leader_changes WHERE community_id = $1 ORDER BY id
-            """, community).rows.map {
-            Change(previous: $0.int64("previous_leader_id"), new: $0.int64("new_leader_id"),
-                   reason: $0["reason"]!, chosenBy: $0["chosen_by"]!, runID: $0.int64("run_id"))
+            """, community
+        ).rows.map {
+            Change(
+                previous: $0.int64("previous_leader_id"), new: $0.int64("new_leader_id"),
+                reason: $0["reason"]!, chosenBy: $0["chosen_by"]!, runID: $0.int64("run_id"))
         }
     }
 
@@ -88,7 +98,10 @@ import Testing
         try join(c, senior, ago: "5 days")
         let (runID, stats) = try run()
         #expect(try state(of: c).leader == senior)
-        #expect(try changes(of: c) == [Change(previous: nil, new: senior, reason: "no_leader", chosenBy: "seniority", runID: runID)])
+        #expect(
+            try changes(of: c) == [
+                Change(previous: nil, new: senior, reason: "no_leader", chosenBy: "seniority", runID: runID)
+            ])
         #expect(stats["leaders_appointed"] == 1)
         #expect(stats["communities_archived"] == 0)
     }
@@ -103,7 +116,10 @@ import Testing
         let after = try state(of: c)
         #expect(after.leader == successor)
         #expect(after.successor == nil)
-        #expect(try changes(of: c) == [Change(previous: gone, new: successor, reason: "leader_left", chosenBy: "successor", runID: runID)])
+        #expect(
+            try changes(of: c) == [
+                Change(previous: gone, new: successor, reason: "leader_left", chosenBy: "successor", runID: runID)
+            ])
         #expect(stats["leaders_appointed"] == 1)
     }
 
@@ -116,7 +132,10 @@ import Testing
         try join(c, junior, ago: "2 days")
         let (runID, _) = try run()
         #expect(try state(of: c).leader == senior)
-        #expect(try changes(of: c) == [Change(previous: leader, new: senior, reason: "leader_deleted", chosenBy: "seniority", runID: runID)])
+        #expect(
+            try changes(of: c) == [
+                Change(previous: leader, new: senior, reason: "leader_deleted", chosenBy: "seniority", runID: runID)
+            ])
     }
 
     @Test("a leader both deleted and gone is recorded as leader_deleted")
@@ -169,7 +188,8 @@ import Testing
         #expect(smaller < larger)
         let c = try community()
         for member in [larger, smaller] {
-            try db.connection.query("""
+            try db.connection.query(
+                """
                 INSERT INTO community_members (community_id, user_id, joined_at) VALUES ($1, $2, '2024-03-01 12:00:00+00')
                 """, c, member)
         }
@@ -189,8 +209,14 @@ import Testing
         #expect(stats["leaders_appointed"] == 0)
         #expect(try state(of: withGhosts).archived)
         #expect(try state(of: empty).archived)
-        #expect(try changes(of: withGhosts) == [Change(previous: leader, new: nil, reason: "leader_deleted", chosenBy: "none", runID: runID)])
-        #expect(try changes(of: empty) == [Change(previous: nil, new: nil, reason: "no_leader", chosenBy: "none", runID: runID)])
+        #expect(
+            try changes(of: withGhosts) == [
+                Change(previous: leader, new: nil, reason: "leader_deleted", chosenBy: "none", runID: runID)
+            ])
+        #expect(
+            try changes(of: empty) == [
+                Change(previous: nil, new: nil, reason: "no_leader", chosenBy: "none", runID: runID)
+            ])
         #expect(try db.count("SELECT count(*) FROM community_members WHERE community_id = $1", withGhosts) == 2)
         #expect(try db.count("SELECT count(*) FROM communities") == 2)
         #expect(try db.count("SELECT count(*) FROM users") == 2)
@@ -252,7 +278,10 @@ import Testing
         }
         let (runID, stats) = try run(Self.inactivityOn)
         #expect(try state(of: replaced).leader == other)
-        #expect(try changes(of: replaced) == [Change(previous: stale, new: other, reason: "leader_inactive", chosenBy: "seniority", runID: runID)])
+        #expect(
+            try changes(of: replaced) == [
+                Change(previous: stale, new: other, reason: "leader_inactive", chosenBy: "seniority", runID: runID)
+            ])
         #expect(try state(of: kept).leader == fresh)
         #expect(stats["leaders_appointed"] == 1)
     }
@@ -260,7 +289,8 @@ import Testing
     @Test("last seen is the latest session, revoked ones included; with no session, the account's creation")
     func lastSeenDefinition() throws {
         let revokedRecently = try user(seen: "200 days")
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO sessions (user_id, last_seen_at, revoked_at, revoked_reason)
             VALUES ($1, now() - interval '5 days', now() - interval '5 days', 'inactivity')
             """, revokedRecently)
@@ -388,7 +418,8 @@ import Testing
     @Test("an app deleting members while the job runs never leaves a leader who is not a current, non-deleted member")
     func concurrentDeletes() throws {
         let communities = 60, membersEach = 12
-        try db.connection.query("""
+        try db.connection.query(
+            """
             WITH c AS (INSERT INTO communities (name) SELECT 'c' || g FROM generate_series(1, $1) g RETURNING id),
                  u AS (INSERT INTO users (email, password_hash)
                        SELECT gen_random_uuid()::text || '@x.test', 'h' FROM generate_series(1, $1 * $2) RETURNING id),
@@ -416,41 +447,46 @@ import Testing
 
         // The app may have removed a leader after the job appointed them: that is the next run's work.
         _ = try run()
-        #expect(try db.count("""
-            SELECT count(*) FROM communities c
-            WHERE c.archived_at IS NULL AND NOT EXISTS (
-                SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
-                WHERE m.community_id = c.id AND m.user_id = c.leader_id AND u.deleted_at IS NULL)
-            """) == 0, "an active community is led by someone who is not a current, non-deleted member")
-        #expect(try db.count("""
-            SELECT count(*) FROM communities c
-            WHERE c.archived_at IS NOT NULL AND EXISTS (
-                SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
-                WHERE m.community_id = c.id AND u.deleted_at IS NULL)
-            """) == 0, "a community with eligible members was archived")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM communities c
+                WHERE c.archived_at IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
+                    WHERE m.community_id = c.id AND m.user_id = c.leader_id AND u.deleted_at IS NULL)
+                """) == 0, "an active community is led by someone who is not a current, non-deleted member")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM communities c
+                WHERE c.archived_at IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
+                    WHERE m.community_id = c.id AND u.deleted_at IS NULL)
+                """) == 0, "a community with eligible members was archived")
     }
 
     /// A deferred trigger that fails any transaction committing a leader who, at that
     /// moment, is not a non-deleted member; with a pause between the choice and the
     /// commit so a racing deletion has every chance to slip in if the job did not lock.
     func installCommitTimeCheck() throws {
-        try db.connection.execute(script: """
-            CREATE FUNCTION test_leader_is_member() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF NEW.archived_at IS NULL AND NEW.leader_id IS NOT NULL AND NOT EXISTS (
-                    SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
-                    WHERE m.community_id = NEW.id AND m.user_id = NEW.leader_id AND u.deleted_at IS NULL) THEN
-                    RAISE EXCEPTION 'leader % of community % is not a member at commit', NEW.leader_id, NEW.id;
-                END IF;
-                RETURN NULL;
-            END $$;
-            CREATE CONSTRAINT TRIGGER test_leader_is_member AFTER UPDATE ON communities
-                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_leader_is_member();
-            CREATE FUNCTION test_pause() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$;
-            CREATE TRIGGER test_pause AFTER INSERT ON community_leader_changes
-                FOR EACH ROW EXECUTE FUNCTION test_pause();
-            """)
+        try db.connection.execute(
+            script: """
+                CREATE FUNCTION test_leader_is_member() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.archived_at IS NULL AND NEW.leader_id IS NOT NULL AND NOT EXISTS (
+                        SELECT 1 FROM community_members m JOIN users u ON u.id = m.user_id
+                        WHERE m.community_id = NEW.id AND m.user_id = NEW.leader_id AND u.deleted_at IS NULL) THEN
+                        RAISE EXCEPTION 'leader % of community % is not a member at commit', NEW.leader_id, NEW.id;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE CONSTRAINT TRIGGER test_leader_is_member AFTER UPDATE ON communities
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_leader_is_member();
+                CREATE FUNCTION test_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$;
+                CREATE TRIGGER test_pause AFTER INSERT ON community_leader_changes
+                    FOR EACH ROW EXECUTE FUNCTION test_pause();
+                """)
     }
 }
 
@@ -475,16 +511,17 @@ final class RacingApp: Sendable {
             while !stopRequested.load(ordering: .relaxed) {
                 round += 1
                 let community = communities.randomElement()!
-                let sql = round % 5 == 0
+                let sql =
+                    round % 5 == 0
                     ? """
-                      UPDATE users SET deleted_at = now() WHERE id = (
-                          SELECT m.user_id FROM community_members m JOIN users u ON u.id = m.user_id
-                          WHERE m.community_id = $1 AND u.deleted_at IS NULL ORDER BY m.joined_at, m.user_id LIMIT 1)
-                      """
+                    UPDATE users SET deleted_at = now() WHERE id = (
+                        SELECT m.user_id FROM community_members m JOIN users u ON u.id = m.user_id
+                        WHERE m.community_id = $1 AND u.deleted_at IS NULL ORDER BY m.joined_at, m.user_id LIMIT 1)
+                    """
                     : """
-                      DELETE FROM community_members WHERE community_id = $1 AND user_id = (
-                          SELECT user_id FROM community_members WHERE community_id = $1 ORDER BY joined_at, user_id LIMIT 1)
-                      """
+                    DELETE FROM community_members WHERE community_id = $1 AND user_id = (
+                        SELECT user_id FROM community_members WHERE community_id = $1 ORDER BY joined_at, user_id LIMIT 1)
+                    """
                 if let changed = try? connection.query(sql, community).affectedRows {
                     deletions.add(changed, ordering: .relaxed)
                 }

@@ -1,7 +1,8 @@
-@testable import CaretakerCore
 import CaretakerTestSupport
 import Postgres
 import Testing
+
+@testable import CaretakerCore
 
 /// `logout-inactive` against a real PostgreSQL.
 @Suite struct LogoutInactiveTests {
@@ -16,16 +17,20 @@ import Testing
 
     /// A session last seen `idle` ago (an interval literal).
     func session(idle: String, revoked: Bool = false) throws -> String {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO sessions (user_id, created_at, last_seen_at, revoked_at, revoked_reason)
             VALUES ($1, now() - interval '1 day', now() - $2::interval,
                     CASE WHEN $3 THEN now() - interval '1 hour' END, CASE WHEN $3 THEN 'logout' END)
             RETURNING id
-            """, user, idle, revoked).first!["id"]!
+            """, user, idle, revoked
+        ).first!["id"]!
     }
 
     func state(_ id: String) throws -> (revokedAt: String?, reason: String?, lastSeen: String?, created: String?) {
-        let row = try db.connection.query("SELECT revoked_at, revoked_reason, last_seen_at, created_at FROM sessions WHERE id = $1", id).first!
+        let row = try db.connection.query(
+            "SELECT revoked_at, revoked_reason, last_seen_at, created_at FROM sessions WHERE id = $1", id
+        ).first!
         return (row["revoked_at"], row["revoked_reason"], row["last_seen_at"], row["created_at"])
     }
 
@@ -39,7 +44,9 @@ import Testing
         let after = try state(idle)
         #expect(after.revokedAt != nil)
         #expect(after.reason == "inactivity")
-        #expect(after.lastSeen == before.lastSeen && after.created == before.created, "only revoked_at and revoked_reason may change")
+        #expect(
+            after.lastSeen == before.lastSeen && after.created == before.created,
+            "only revoked_at and revoked_reason may change")
         #expect(try state(active).revokedAt == nil)
     }
 
@@ -63,12 +70,15 @@ import Testing
 
     @Test("dry run counts and changes nothing; batches cover everything due")
     func dryRunAndBatches() throws {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO sessions (user_id, last_seen_at) SELECT $1, now() - interval '1 hour' FROM generate_series(1, 450)
             """, user)
         #expect(try db.runSucceeding("logout-inactive", dryRun: true)["sessions_revoked"] == 450)
         #expect(try db.count("SELECT count(*) FROM sessions WHERE revoked_at IS NOT NULL") == 0)
-        #expect(try db.runSucceeding("logout-inactive", "[jobs.logout-inactive]\nbatch_size = 100\n")["sessions_revoked"] == 450)
+        #expect(
+            try db.runSucceeding("logout-inactive", "[jobs.logout-inactive]\nbatch_size = 100\n")["sessions_revoked"]
+                == 450)
         #expect(try db.count("SELECT count(*) FROM sessions WHERE revoked_reason = 'inactivity'") == 450)
     }
 
@@ -97,13 +107,15 @@ import Testing
         let first = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600), since: nil)
         #expect(!first.stuck && first.secondsUntilNext.map { $0 <= 0 } == true, "\(first)")
         // After a run that started 1 s ago it is stuck (the run should have revoked it); the next is 6 min away.
-        let afterRun = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600),
-                                                    since: now.addingTimeInterval(-1))
+        let afterRun = try LogoutInactive.deadlines(
+            db.connection, schema: schema, idleTimeout: .seconds(600),
+            since: now.addingTimeInterval(-1))
         #expect(afterRun.stuck)
         #expect(afterRun.secondsUntilNext.map { abs($0 - 360) < 5 } == true, "\(afterRun)")
         // A run that started 2 minutes ago: the session went idle after that start, so it is new work.
-        let olderRun = try LogoutInactive.deadlines(db.connection, schema: schema, idleTimeout: .seconds(600),
-                                                    since: now.addingTimeInterval(-120))
+        let olderRun = try LogoutInactive.deadlines(
+            db.connection, schema: schema, idleTimeout: .seconds(600),
+            since: now.addingTimeInterval(-120))
         #expect(!olderRun.stuck && olderRun.secondsUntilNext.map { $0 <= 0 } == true, "\(olderRun)")
     }
 }

@@ -11,7 +11,7 @@ import Testing
         #expect(try migrator.migrate(on: db.connection).map(\.version) == Migration.all.map(\.version))
         #expect(try migrator.migrate(on: db.connection).isEmpty)
         #expect(try db.count("SELECT count(*) FROM caretaker.schema_migrations") == Migration.all.count)
-        #expect(try SchemaCheck.problems(db.connection, appSchema: "public").isEmpty)
+        #expect(try SchemaCheck.check(db.connection, appSchema: "public").problems.isEmpty)
     }
 
     @Test("dry run lists pending migrations and creates nothing")
@@ -27,7 +27,7 @@ import Testing
         let db = try TestDatabase(migrated: false)
         try Migrator(appSchema: "my app").migrate(on: db.connection)
         #expect(try db.count("SELECT count(*) FROM \"my app\".posts") == 0)
-        #expect(try SchemaCheck.problems(db.connection, appSchema: "my app").isEmpty)
+        #expect(try SchemaCheck.check(db.connection, appSchema: "my app").problems.isEmpty)
     }
 
     @Test("two migrators at once: one applies, the other waits and finds nothing to do")
@@ -35,8 +35,12 @@ import Testing
         let db = try TestDatabase(migrated: false)
         let server = TemporaryPostgres.shared
         let name = db.name
-        async let first = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }.value
-        async let second = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }.value
+        async let first = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }.value
+        async let second = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }.value
         let counts = try await [first, second].sorted()
         #expect(counts == [0, Migration.all.count])
     }
@@ -53,14 +57,15 @@ import Testing
         try writer.query("BEGIN")
         try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
         let name = db.name
-        let migration = Task.detached { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }
+        let migration = Task.detached {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
+        }
         // Wait until migrate is building an index (and waiting for the open writer).
-        var building = false
-        for _ in 0..<300 where !building {
-            building = try db.count("""
+        let building = try await eventually(timeout: .seconds(30)) {
+            try db.count(
+                """
                 SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
                 """, name) > 0
-            if !building { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(building, "migrate never reached the index build")
         // Another app write goes through at once: a plain CREATE INDEX would queue it behind the build.
@@ -71,11 +76,13 @@ import Testing
         }
         try writer.query("COMMIT")
         #expect(try await migration.value == Migration.all.count)
-        #expect(try db.count("""
-            SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-            WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx',
-                                'posts_pack_likes_idx') AND i.indisvalid
-            """) == 5)
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx',
+                                    'posts_pack_likes_idx') AND i.indisvalid
+                """) == 5)
     }
 
     @Test("an index build that failed half-way is dropped and built again by the next migrate")
@@ -84,12 +91,16 @@ import Testing
         let migrator = Migrator(appSchema: "public")
         try migrator.migrate(on: db.connection)
         // What a CREATE INDEX CONCURRENTLY that failed leaves: an invalid index, the version not recorded.
-        try db.connection.execute(script: """
-            UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_likes_created_idx'::regclass;
-            DELETE FROM caretaker.schema_migrations WHERE version = 4;
-            """)
+        try db.connection.execute(
+            script: """
+                UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_likes_created_idx'::regclass;
+                DELETE FROM caretaker.schema_migrations WHERE version = 4;
+                """)
         #expect(try migrator.migrate(on: db.connection).map(\.version) == [4])
-        #expect(try db.count("SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_likes_created_idx'::regclass AND indisvalid") == 1)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_likes_created_idx'::regclass AND indisvalid")
+                == 1)
     }
 
     @Test("check names a dropped column and a wrong type")
@@ -97,8 +108,49 @@ import Testing
         let db = try TestDatabase()
         try db.connection.query("ALTER TABLE posts DROP COLUMN likes")
         try db.connection.query("ALTER TABLE sessions ALTER COLUMN revoked_reason TYPE integer USING NULL")
-        let problems = try SchemaCheck.problems(db.connection, appSchema: "public")
+        let problems = try SchemaCheck.check(db.connection, appSchema: "public").problems
         #expect(problems.contains { $0.contains("public.posts.likes is missing") }, "\(problems)")
         #expect(problems.contains { $0.contains("public.sessions.revoked_reason has type integer") }, "\(problems)")
+    }
+
+    @Test(
+        "check: what only disabled jobs rely on gives warnings; a column an enabled job also relies on stays a problem")
+    func checkDisabledJobs() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(
+            script: """
+                DROP TABLE community_leader_changes CASCADE;
+                ALTER TABLE communities DROP COLUMN is_private CASCADE;
+                ALTER TABLE users DROP COLUMN deleted_at CASCADE;
+                ALTER TABLE posts ALTER COLUMN title TYPE integer USING NULL;
+                """)
+        let missingTable = "table public.community_leader_changes is missing"
+        let missingColumn = "column public.communities.is_private is missing (expected boolean)"
+        let sharedColumn = "column public.users.deleted_at is missing (expected timestamp with time zone)"
+        let wrongType =
+            "column public.posts.title has type integer, expected character or character varying or citext or text"
+        let all = try SchemaCheck.check(db.connection, appSchema: "public")
+        #expect(all.problems == [missingTable, wrongType, sharedColumn, missingColumn])
+        #expect(all.warnings.isEmpty)
+
+        var enabled = Set(BuiltInJob.allCases)
+        enabled.remove(.leaderSuccession)
+        let leaderOff = try SchemaCheck.check(db.connection, appSchema: "public", enabled: enabled)
+        #expect(leaderOff.problems == [wrongType, sharedColumn])
+        #expect(
+            leaderOff.warnings == [
+                missingTable + "; used only by leader-succession, which is disabled",
+                missingColumn + "; used only by leader-succession, which is disabled",
+            ])
+
+        let none = try SchemaCheck.check(db.connection, appSchema: "public", enabled: [])
+        #expect(none.problems.isEmpty)
+        #expect(
+            none.warnings == [
+                missingTable + "; used only by leader-succession, which is disabled",
+                wrongType + "; used only by expire-content, which is disabled",
+                sharedColumn + "; used only by send-temp-passwords, leader-succession, which are disabled",
+                missingColumn + "; used only by leader-succession, which is disabled",
+            ])
     }
 }

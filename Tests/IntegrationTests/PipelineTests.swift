@@ -40,10 +40,11 @@ import Testing
                 .init("BEGIN"), .init("INSERT INTO t VALUES (3)"), .init("SELECT 1 / 0"),
                 .init("INSERT INTO t VALUES (4)"), .init("COMMIT"),
             ])
-        } throws: { ($0 as? PostgresError)?.sqlState == "22012" }
+        } throws: { ($0 as? PostgresError)?.sqlState == SQLState.divisionByZero }
         #expect(connection.isHealthy)
         try connection.query("ROLLBACK")
-        #expect(try db.count("SELECT count(*) FROM t") == 0, "statements after the error ran, or the transaction committed")
+        #expect(
+            try db.count("SELECT count(*) FROM t") == 0, "statements after the error ran, or the transaction committed")
     }
 
     @Test("a one-round-trip batch sets its timeouts for its own transaction only, and reports lock timeouts")
@@ -51,19 +52,24 @@ import Testing
         let configuration = try db.configuration("[jobs.prune]\nlock_timeout = \"1500ms\"\n")
         let job = try #require(configuration.job(named: "prune"))
         let connection = try TemporaryPostgres.shared.connect(database: db.name)
-        let context = JobContext(connection: connection, job: job, schema: "\"public\"", dryRun: false, runID: 0,
-                                 logger: Logger(label: "test"))
+        let context = JobContext(
+            connection: connection, job: job, schema: "\"public\"", dryRun: false, runID: 0,
+            logger: Logger(label: "test"))
         let inside = try context.inBatch(statement: "SELECT current_setting('lock_timeout') AS t", [])
         #expect(inside.first?["t"] == "1500ms")
         #expect(try connection.query("SHOW lock_timeout").first?[0] == "0", "the timeout outlived its transaction")
-        let settings = "SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l, "
+        let settings =
+            "SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l, "
             + "current_setting('idle_in_transaction_session_timeout') AS i"
         let closure = try context.inBatch { try $0.query(settings).first }
         let first = try context.inBatch(first: .init(settings)) { result, _ in result.first }
         for row in [closure, first] {
-            #expect(row?["s"] == "30s" && row?["l"] == "1500ms" && row?["i"] == "1min", "\(String(describing: row?.values))")
+            #expect(
+                row?["s"] == "30s" && row?["l"] == "1500ms" && row?["i"] == "1min", "\(String(describing: row?.values))"
+            )
         }
-        #expect(try connection.query(settings).first?.values == ["0", "0", "0"], "the timeouts outlived their transactions")
+        #expect(
+            try connection.query(settings).first?.values == ["0", "0", "0"], "the timeouts outlived their transactions")
 
         try db.connection.query("CREATE TABLE held (x int)")
         try db.connection.query("INSERT INTO held VALUES (1)")

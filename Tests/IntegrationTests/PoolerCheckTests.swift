@@ -32,9 +32,11 @@ import Testing
         #expect(try probe(bouncer.conninfo(database: db.name)) == .ownSessions(pooled: true), "\(bouncer.log)")
     }
 
-    @Test("PgBouncer in transaction or statement mode, caretaker the only client: shared sessions", arguments: [
-        TestPgBouncer.PoolMode.transaction, .statement,
-    ])
+    @Test(
+        "PgBouncer in transaction or statement mode, caretaker the only client: shared sessions",
+        arguments: [
+            TestPgBouncer.PoolMode.transaction, .statement,
+        ])
     func sharingModes(_ mode: TestPgBouncer.PoolMode) throws {
         let db = try TestDatabase(migrated: false)
         let bouncer = try TestPgBouncer(poolMode: mode)
@@ -84,8 +86,9 @@ import Testing
         }
     }
 
-    @Test("a pool the first connection fills: the second gets no answer, and the probe gives up after connect_timeout",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a pool the first connection fills: the second gets no answer, and the probe gives up after connect_timeout",
+        .timeLimit(.minutes(1)))
     func fullPoolDoesNotHang() throws {
         let db = try TestDatabase(migrated: false)
         let bouncer = try TestPgBouncer(poolMode: .session, poolSize: 1)

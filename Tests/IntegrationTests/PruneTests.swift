@@ -16,12 +16,14 @@ import Testing
     /// A `job_runs` row of `job` started (and finished, unless running) `minutes` ago.
     @discardableResult
     func jobRun(_ job: String = "expire-content", status: String, minutesAgo minutes: Int) throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO caretaker.job_runs (job, trigger, status, started_at, finished_at, host, pid)
             VALUES ($1, 'schedule', $2, now() - $3::int * interval '1 minute',
                     CASE WHEN $2 <> 'running' THEN now() - $3::int * interval '1 minute' END, 'test', 1)
             RETURNING id
-            """, job, status, minutes).first!.int64("id")!
+            """, job, status, minutes
+        ).first!.int64("id")!
     }
 
     func runExists(_ id: Int64) throws -> Bool {
@@ -30,14 +32,16 @@ import Testing
 
     /// A session of a fresh user, revoked `minutes` ago (or active, last seen then, when `revoked` is false).
     func session(revoked: Bool = true, minutesAgo minutes: Int) throws -> String {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             WITH u AS (INSERT INTO users (email, password_hash) VALUES (gen_random_uuid()::text || '@x.test', 'h') RETURNING id)
             INSERT INTO sessions (user_id, last_seen_at, revoked_at, revoked_reason)
             SELECT id, now() - $1::int * interval '1 minute',
                    CASE WHEN $2::boolean THEN now() - $1::int * interval '1 minute' END,
                    CASE WHEN $2::boolean THEN 'logout' END
             FROM u RETURNING id
-            """, minutes, revoked).first!["id"]!
+            """, minutes, revoked
+        ).first!["id"]!
     }
 
     func sessionExists(_ id: String) throws -> Bool {
@@ -45,11 +49,13 @@ import Testing
     }
 
     func resetRequest(status: String, minutesAgo minutes: Int) throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO password_reset_requests (email, status, requested_at, next_attempt_at)
             VALUES ('a@x.test', $1, now() - $2::int * interval '1 minute', now() - $2::int * interval '1 minute')
             RETURNING id
-            """, status, minutes).first!.int64("id")!
+            """, status, minutes
+        ).first!.int64("id")!
     }
 
     func requestExists(_ id: Int64) throws -> Bool {
@@ -58,8 +64,9 @@ import Testing
 
     // MARK: Run history
 
-    @Test("job_runs: kept a minute inside keep_history, deleted a minute past it, whatever the outcome",
-          arguments: ["succeeded", "failed", "interrupted", "skipped"])
+    @Test(
+        "job_runs: kept a minute inside keep_history, deleted a minute past it, whatever the outcome",
+        arguments: ["succeeded", "failed", "interrupted", "skipped"])
     func historyBoundary(status: String) throws {
         let kept = try jobRun(status: status, minutesAgo: Self.thirtyDays - 1)
         let gone = try jobRun(status: status, minutesAgo: Self.thirtyDays + 1)
@@ -94,7 +101,8 @@ import Testing
 
     @Test("each job's latest run of each outcome survives, so check still knows a rare job's last success")
     func latestRunOfEachJobKept() throws {
-        let monthlyLastSuccess = try jobRun("monthly-report", status: "succeeded", minutesAgo: Self.thirtyDays + 24 * 60)
+        let monthlyLastSuccess = try jobRun(
+            "monthly-report", status: "succeeded", minutesAgo: Self.thirtyDays + 24 * 60)
         let monthlyOlder = try jobRun("monthly-report", status: "succeeded", minutesAgo: 2 * Self.thirtyDays)
         let monthlyLastFailure = try jobRun("monthly-report", status: "failed", minutesAgo: 3 * Self.thirtyDays)
         try db.runSucceeding("prune")
@@ -106,7 +114,8 @@ import Testing
 
     @Test("slot claims older than keep_history are deleted with the history")
     func slots() throws {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO caretaker.job_slots (job, slot)
             VALUES ('expire-content', now() - $1::int * interval '1 minute'),
                    ('expire-content', now() - $2::int * interval '1 minute')
@@ -141,8 +150,9 @@ import Testing
 
     // MARK: Reset requests
 
-    @Test("finished reset requests: kept a minute inside keep_reset_requests, deleted a minute past it",
-          arguments: ["sent", "ignored", "failed"])
+    @Test(
+        "finished reset requests: kept a minute inside keep_reset_requests, deleted a minute past it",
+        arguments: ["sent", "ignored", "failed"])
     func resetRequestBoundary(status: String) throws {
         let kept = try resetRequest(status: status, minutesAgo: Self.thirtyDays - 1)
         let gone = try resetRequest(status: status, minutesAgo: Self.thirtyDays + 1)

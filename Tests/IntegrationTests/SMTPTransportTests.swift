@@ -11,17 +11,20 @@ import Glibc
 @Suite struct SMTPTransportTests {
     static let from = try! Mailbox(parsing: "Community <no-reply@example.org>")
 
-    func message(to address: String = "alice@example.org", subject: String = "Your temporary password",
-                 body: String = "Hello,\n\nTemporary password: Ab3$de=fGhjk?\n") throws -> MailMessage
-    {
+    func message(
+        to address: String = "alice@example.org", subject: String = "Your temporary password",
+        body: String = "Hello,\n\nTemporary password: Ab3$de=fGhjk?\n"
+    ) throws -> MailMessage {
         MailMessage(from: Self.from, to: try Mailbox(address: MailAddress(address)), subject: subject, body: body)
     }
 
-    func transport(_ url: String, username: String? = nil, password: String? = nil,
-                   connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(30)) throws -> SMTPTransport
-    {
-        try SMTPTransport(configuration: .init(
-            url: url, username: username, password: password, connectTimeout: connectTimeout, timeout: timeout))
+    func transport(
+        _ url: String, username: String? = nil, password: String? = nil,
+        connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(30)
+    ) throws -> SMTPTransport {
+        try SMTPTransport(
+            configuration: .init(
+                url: url, username: username, password: password, connectTimeout: connectTimeout, timeout: timeout))
     }
 
     /// Runs `send` and returns the `MailError` it must throw.
@@ -47,9 +50,10 @@ import Glibc
         #expect(got.recipients == ["alice@example.org"])
         #expect(got.mailFrom == "no-reply@example.org")
         #expect(got.login == nil)
-        for name in ["Date", "Message-ID", "From", "To", "Subject", "MIME-Version", "Content-Type",
-                     "Content-Transfer-Encoding"]
-        {
+        for name in [
+            "Date", "Message-ID", "From", "To", "Subject", "MIME-Version", "Content-Type",
+            "Content-Transfer-Encoding",
+        ] {
             #expect(got.header(name) != nil, "missing \(name)")
         }
         #expect(got.header("To") == "alice@example.org")
@@ -101,8 +105,9 @@ import Glibc
         let server = try TestSMTPServer.start()
         let port = server.port
         server.stop()
-        let sender = try transport("smtp://mailer:hunter2secret@127.0.0.1:\(port)", username: "mailer",
-                                   password: "hunter2secret")
+        let sender = try transport(
+            "smtp://mailer:hunter2secret@127.0.0.1:\(port)", username: "mailer",
+            password: "hunter2secret")
         let started = ContinuousClock.now
         let error = try sendError(sender, try message())
         #expect(ContinuousClock.now - started < .seconds(5))

@@ -22,35 +22,43 @@ import Testing
 
     @discardableResult
     func user(_ email: String, name: String? = nil, deleted: Bool = false) throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO users (email, display_name, password_hash, deleted_at)
             VALUES ($1, $2, 'old-password-hash', CASE WHEN $3::boolean THEN now() END) RETURNING id
-            """, email, name, deleted).first!.int64("id")!
+            """, email, name, deleted
+        ).first!.int64("id")!
     }
 
     /// A pending request made `age` ago (an interval literal).
     @discardableResult
     func request(_ email: String, age: String = "0 seconds") throws -> Int64 {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO password_reset_requests (email, requested_at, next_attempt_at)
             VALUES ($1, now() - $2::interval, now() - $2::interval) RETURNING id
-            """, email, age).first!.int64("id")!
+            """, email, age
+        ).first!.int64("id")!
     }
 
     func requestRow(_ id: Int64) throws -> Row {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             SELECT status, attempts, last_error, sent_at IS NOT NULL AS has_sent_at,
                    extract(epoch FROM next_attempt_at - now()) AS wait
             FROM password_reset_requests WHERE id = $1
-            """, id).first!
+            """, id
+        ).first!
     }
 
     func userRow(_ id: Int64) throws -> Row {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             SELECT password_hash, temp_password_hash, must_change_password, temp_password_expires_at::text AS expires,
                    extract(epoch FROM temp_password_expires_at - now()) AS ttl
             FROM users WHERE id = $1
-            """, id).first!
+            """, id
+        ).first!
     }
 
     /// Makes every pending request due again (instead of waiting out the backoff).
@@ -60,14 +68,17 @@ import Testing
 
     /// The password from the line `Temporary password: <pw>` of a received message.
     func password(in mail: ReceivedMail) throws -> String {
-        let line = try #require(mail.body.components(separatedBy: "\r\n").first { $0.hasPrefix("Temporary password: ") })
+        let line = try #require(
+            mail.body.components(separatedBy: "\r\n").first { $0.hasPrefix("Temporary password: ") })
         return String(line.dropFirst("Temporary password: ".count))
     }
 
     func verifiesWithCrypt(_ password: String, user id: Int64) throws -> Bool {
-        try db.connection.query("""
+        try db.connection.query(
+            """
             SELECT crypt($1, temp_password_hash) = temp_password_hash AS ok FROM users WHERE id = $2
-            """, password, id).first?.bool("ok") == true
+            """, password, id
+        ).first?.bool("ok") == true
     }
 
     func satisfiesPolicy(_ password: String, length: Int = 16) -> Bool {
@@ -118,9 +129,12 @@ import Testing
         let ttl = try #require(account.double("ttl"))
         #expect(abs(ttl - 24 * 3600) < 60, "expiry is now() + 24h, got \(ttl)s")
         // The expiry in the body is the stored one, in UTC.
-        let expiresInBody = try #require(try db.connection.query("""
-            SELECT to_char(temp_password_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"') AS t FROM users WHERE id = $1
-            """, alice).first?["t"])
+        let expiresInBody = try #require(
+            try db.connection.query(
+                """
+                SELECT to_char(temp_password_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"') AS t FROM users WHERE id = $1
+                """, alice
+            ).first?["t"])
         #expect(mail.body.contains("It works until \(expiresInBody)"))
 
         let row = try requestRow(req)
@@ -136,8 +150,9 @@ import Testing
         defer { server.stop() }
         let bob = try user("bob@example.org")
         try request("bob@example.org")
-        _ = try db.runSucceeding("send-temp-passwords", Self.cheap + "temp_password_ttl = \"2h\"\ntemp_password_length = 20\n",
-                             mail: try transport(server.url))
+        _ = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap + "temp_password_ttl = \"2h\"\ntemp_password_length = 20\n",
+            mail: try transport(server.url))
         let mail = try #require(try server.waitForMessages(count: 1, timeout: .seconds(5)).first)
         let pw = try password(in: mail)
         #expect(satisfiesPolicy(pw, length: 20))
@@ -186,7 +201,8 @@ import Testing
         defer { server.stop() }
         try user("erin@example.org")
         // Sent more than an hour ago: outside the window.
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO password_reset_requests (email, requested_at, status, attempts, sent_at)
             SELECT 'erin@example.org', now() - interval '2 hours', 'sent', 1, now() - interval '61 minutes'
             FROM generate_series(1, 3)
@@ -203,7 +219,8 @@ import Testing
 
         // Still limited on a later run within the hour.
         let fifth = try request("erin@example.org")
-        #expect(try db.runSucceeding("send-temp-passwords", Self.cheap, mail: try transport(server.url))["ignored"] == 1)
+        #expect(
+            try db.runSucceeding("send-temp-passwords", Self.cheap, mail: try transport(server.url))["ignored"] == 1)
         #expect(try requestRow(fifth)["last_error"] == "rate limited")
         #expect(try server.messages().count == 3)
     }
@@ -215,13 +232,15 @@ import Testing
         try user("gina@example.org")
         // What a run leaves when the mail went out and transaction B failed (or the
         // worker died mid-send): pending, in flight, attempted a minute ago.
-        try db.connection.query("""
+        try db.connection.query(
+            """
             INSERT INTO password_reset_requests (email, requested_at, attempts, next_attempt_at, last_error)
             VALUES ('gina@example.org', now() - interval '1 minute', 1, now() + interval '59 seconds',
                     'sending interrupted; delivery unknown')
             """)
         let fresh = try request("gina@example.org")
-        let stats = try db.runSucceeding("send-temp-passwords", Self.cheap + "max_per_hour = 1\n", mail: try transport(server.url))
+        let stats = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap + "max_per_hour = 1\n", mail: try transport(server.url))
         #expect(stats["ignored"] == 1 && stats["sent"] == 0, "\(stats)")
         #expect(try requestRow(fresh)["last_error"] == "rate limited")
         #expect(try server.messages().isEmpty)
@@ -234,8 +253,9 @@ import Testing
         let alice = try user("alice@example.org")
         let req = try request("alice@example.org")
         // idle_in_transaction_session_timeout is 2 × statement_timeout = 100 ms; cost 13 hashes for far longer.
-        let stats = try db.runSucceeding("send-temp-passwords", "[jobs.send-temp-passwords]\nbcrypt_cost = 13\nstatement_timeout = \"50ms\"\n",
-                                         mail: try transport(server.url))
+        let stats = try db.runSucceeding(
+            "send-temp-passwords", "[jobs.send-temp-passwords]\nbcrypt_cost = 13\nstatement_timeout = \"50ms\"\n",
+            mail: try transport(server.url))
         #expect(stats["sent"] == 1, "\(stats)")
         #expect(try requestRow(req)["status"] == "sent")
         let mail = try #require(try server.waitForMessages(count: 1, timeout: .seconds(5)).first)
@@ -249,8 +269,9 @@ import Testing
         try user("frank@example.org")
         try request("frank@example.org", age: "2 seconds")
         try request("frank@example.org", age: "1 second")
-        let stats = try db.runSucceeding("send-temp-passwords", Self.cheap + "max_per_hour = 1\n",
-                                         mail: try transport(server.url))
+        let stats = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap + "max_per_hour = 1\n",
+            mail: try transport(server.url))
         #expect(stats["sent"] == 1 && stats["ignored"] == 1)
     }
 
@@ -279,8 +300,9 @@ import Testing
             try user("user\(index)@example.org")
             try request("user\(index)@example.org", age: "\(10 - index) minutes")
         }
-        let stats = try db.runSucceeding("send-temp-passwords", Self.cheap + "batch_size = 2\n",
-                                         mail: try transport(server.url))
+        let stats = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap + "batch_size = 2\n",
+            mail: try transport(server.url))
         #expect(stats["sent"] == 5)
         let received = try server.waitForMessages(count: 5, timeout: .seconds(5))
         #expect(received.flatMap(\.recipients) == (0..<5).map { "user\($0)@example.org" })
@@ -333,7 +355,9 @@ import Testing
         var row = try requestRow(req)
         #expect(row["status"] == "pending")
         #expect(row.int("attempts") == 1)
-        #expect(row["last_error"]?.hasPrefix("could not connect to smtp://127.0.0.1:") == true, "\(row["last_error"] ?? "nil")")
+        #expect(
+            row["last_error"]?.hasPrefix("could not connect to smtp://127.0.0.1:") == true,
+            "\(row["last_error"] ?? "nil")")
         var wait = try #require(row.double("wait"))
         #expect(wait > 50 && wait <= 60, "first backoff is 1 minute, got \(wait)s")
         // The unsent password was taken back.
@@ -370,7 +394,8 @@ import Testing
         let url = server.url
         server.stop()
         let judy = try user("judy@example.org")
-        try db.connection.query("""
+        try db.connection.query(
+            """
             UPDATE users SET temp_password_hash = crypt('Earlier-Pass-42', gen_salt('bf', 4)),
                              temp_password_expires_at = now() + interval '10 hours', must_change_password = true
             WHERE id = $1
@@ -415,7 +440,8 @@ import Testing
         defer { server.stop() }
         try user("lee@example.org")
         let req = try request("lee@example.org")
-        try db.connection.query("""
+        try db.connection.query(
+            """
             UPDATE password_reset_requests SET attempts = 5, last_error = 'sending interrupted; delivery unknown'
             WHERE id = $1
             """, req)
@@ -452,7 +478,8 @@ import Testing
         let expired = try user("old@example.org")
         let current = try user("new@example.org")
         for (id, offset) in [(expired, "-1 minute"), (current, "1 hour")] {
-            try db.connection.query("""
+            try db.connection.query(
+                """
                 UPDATE users SET temp_password_hash = 'h', temp_password_expires_at = now() + $2::interval,
                                  must_change_password = true WHERE id = $1
                 """, id, offset)
@@ -474,12 +501,15 @@ import Testing
         try user("nina@example.org")
         try user("bad@example.org\r\nBcc: evil@x.test")
         let expired = try user("otto@example.org")
-        try db.connection.query("""
+        try db.connection.query(
+            """
             UPDATE users SET temp_password_hash = 'h', temp_password_expires_at = now() - interval '1 minute',
                              must_change_password = true WHERE id = $1
             """, expired)
-        for (index, email) in ["nina@example.org", "nina@example.org", "nina@example.org", "nina@example.org",
-                               "nobody@example.org", "bad@example.org\r\nBcc: evil@x.test"].enumerated() {
+        for (index, email) in [
+            "nina@example.org", "nina@example.org", "nina@example.org", "nina@example.org",
+            "nobody@example.org", "bad@example.org\r\nBcc: evil@x.test",
+        ].enumerated() {
             try request(email, age: "\(10 - index) seconds")
         }
         let snapshot = """
@@ -487,7 +517,8 @@ import Testing
                    (SELECT string_agg(u::text, '|' ORDER BY id) FROM users u) AS users
             """
         let before = try db.connection.query(snapshot).first!.values
-        let stats = try db.runSucceeding("send-temp-passwords", Self.cheap, dryRun: true, mail: try transport(server.url))
+        let stats = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap, dryRun: true, mail: try transport(server.url))
         #expect(stats["sent"] == 3, "the rate limit counts the sends the run would make")
         #expect(stats["ignored"] == 2)
         #expect(stats["failed"] == 1)
@@ -500,21 +531,23 @@ import Testing
     func customTemplate() throws {
         let server = try TestSMTPServer.start()
         defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("caretaker-tpl-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "caretaker-tpl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("reset.txt").path
         try """
-            Subject: Password help for {{app_name}}
+        Subject: Password help for {{app_name}}
 
-            Hi {{name}},
-            Temporary password: {{password}}
-            Valid until {{expires_at}}.
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        Hi {{name}},
+        Temporary password: {{password}}
+        Valid until {{expires_at}}.
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         let pat = try user("pat@example.org", name: "Pat")
         try request("pat@example.org")
-        _ = try db.runSucceeding("send-temp-passwords", Self.cheap + "template_file = \"\(path)\"\n",
-                             mail: try transport(server.url))
+        _ = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap + "template_file = \"\(path)\"\n",
+            mail: try transport(server.url))
         let mail = try #require(try server.waitForMessages(count: 1, timeout: .seconds(5)).first)
         #expect(mail.header("Subject") == "Password help for Community")
         let lines = mail.body.components(separatedBy: "\r\n")
@@ -542,16 +575,21 @@ import Testing
         // A failing send: the server receives the message (password included) and rejects it.
         try request("rita@example.org")
         let failing = LineOutput.capturing()
-        _ = try db.runSucceeding("send-temp-passwords", Self.cheap, mail: try transport(refusing.url), logOutput: failing)
+        _ = try db.runSucceeding(
+            "send-temp-passwords", Self.cheap, mail: try transport(refusing.url), logOutput: failing)
 
         let lines = output.lines + failing.lines
         #expect(lines.contains { $0.contains("temporary password sent") })
         #expect(lines.contains { $0.contains("SMTP server rejected the message (554)") })
         #expect(!lines.contains { $0.contains(pw) })
-        let runs = try db.connection.query("SELECT coalesce(stats::text, '') || coalesce(error, '') AS t FROM caretaker.job_runs").rows
+        let runs = try db.connection.query(
+            "SELECT coalesce(stats::text, '') || coalesce(error, '') AS t FROM caretaker.job_runs"
+        ).rows
         #expect(runs.count == 2)
         #expect(!runs.contains { ($0["t"] ?? "").contains(pw) })
-        let errors = try db.connection.query("SELECT last_error FROM password_reset_requests ORDER BY id").rows.map { $0["last_error"] }
+        let errors = try db.connection.query("SELECT last_error FROM password_reset_requests ORDER BY id").rows.map {
+            $0["last_error"]
+        }
         #expect(errors == [nil, "no such account", "SMTP server rejected the message (554)"])
         #expect(try db.count("SELECT count(*) FROM users WHERE temp_password_hash = $1 OR password_hash = $1", pw) == 0)
     }

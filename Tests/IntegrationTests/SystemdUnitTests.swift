@@ -12,7 +12,8 @@ import Testing
         let directory = NSTemporaryDirectory() + "caretaker-units-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for name in ["caretaker.service", "caretaker-once@.service", "caretaker-once@.timer"] {
-            let text = try String(contentsOf: Self.repository.appendingPathComponent("systemd/\(name)"), encoding: .utf8)
+            let text = try String(
+                contentsOf: Self.repository.appendingPathComponent("systemd/\(name)"), encoding: .utf8)
             try text.replacingOccurrences(of: "/usr/local/bin/caretaker", with: Caretaker.path)
                 .write(toFile: "\(directory)/\(name)", atomically: true, encoding: .utf8)
         }
@@ -29,8 +30,10 @@ import Testing
     @Test("every unit passes systemd-analyze verify")
     func verify() throws {
         let directory = try unitCopies()
-        let result = try systemdAnalyze(["verify", "\(directory)/caretaker.service",
-                                         "\(directory)/caretaker-once@.service", "\(directory)/caretaker-once@.timer"])
+        let result = try systemdAnalyze([
+            "verify", "\(directory)/caretaker.service",
+            "\(directory)/caretaker-once@.service", "\(directory)/caretaker-once@.timer",
+        ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.isEmpty, "\(result.output)")
     }
@@ -47,15 +50,19 @@ import Testing
 
     @Test("the service is Type=notify with watchdog, restart policy and a stop timeout above the grace")
     func serviceContract() throws {
-        let text = try String(contentsOf: Self.repository.appendingPathComponent("systemd/caretaker.service"), encoding: .utf8)
-        for directive in ["Type=notify", "WatchdogSec=", "Restart=on-failure", "RestartPreventExitStatus=78",
-                          "NoNewPrivileges=yes", "ProtectSystem=strict", "CapabilityBoundingSet=\n", "LoadCredential=db-password"] {
+        let text = try String(
+            contentsOf: Self.repository.appendingPathComponent("systemd/caretaker.service"), encoding: .utf8)
+        for directive in [
+            "Type=notify", "WatchdogSec=", "Restart=on-failure", "RestartPreventExitStatus=78",
+            "NoNewPrivileges=yes", "ProtectSystem=strict", "CapabilityBoundingSet=\n", "LoadCredential=db-password",
+        ] {
             #expect(text.contains(directive), "missing \(directive)")
         }
         let stop = text.split(separator: "\n").first { $0.hasPrefix("TimeoutStopSec=") }
             .flatMap { Int($0.dropFirst("TimeoutStopSec=".count).dropLast()) }
         #expect((stop ?? 0) > 20 + 3, "TimeoutStopSec must exceed shutdown_grace (20s) plus the cancel margin")
-        let dropIn = try String(contentsOf: Self.repository.appendingPathComponent("systemd/caretaker-low-footprint.conf"), encoding: .utf8)
+        let dropIn = try String(
+            contentsOf: Self.repository.appendingPathComponent("systemd/caretaker-low-footprint.conf"), encoding: .utf8)
         for directive in ["--low-footprint", "MemoryMax=", "CPUQuota=", "Nice=", "IOSchedulingClass=idle"] {
             #expect(dropIn.contains(directive), "drop-in misses \(directive)")
         }

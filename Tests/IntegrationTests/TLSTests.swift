@@ -22,7 +22,10 @@ import Testing
     func postgresVerifyFull() throws {
         let ca = try TestCertificateAuthority()
         let stranger = try TestCertificateAuthority(name: "another CA")
-        defer { ca.remove(); stranger.remove() }
+        defer {
+            ca.remove()
+            stranger.remove()
+        }
         let server = try TemporaryPostgres(tls: ca)
         defer { try? server.stop() }
         func configuration(_ rootCertificate: String?) throws -> String {
@@ -54,13 +57,15 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let check = try Caretaker.run(["check", "--config", path])
         #expect(check.status == 69)
-        #expect(check.stderr.contains("database unavailable") && check.stderr.contains("certificate verify failed"),
-                "\(check.stderr)")
+        #expect(
+            check.stderr.contains("database unavailable") && check.stderr.contains("certificate verify failed"),
+            "\(check.stderr)")
     }
 
     /// A transport built from `[mail]` as the daemon builds it, so `ca_file` is read from the file.
     func transport(url: String, starttls: Bool, caFile: String) throws -> any MailTransport {
-        let configuration = try ConfigurationLoader.parse("""
+        let configuration = try ConfigurationLoader.parse(
+            """
             [mail]
             url = "\(url)"
             starttls = \(starttls)
@@ -70,17 +75,22 @@ import Testing
     }
 
     func message() throws -> MailMessage {
-        MailMessage(from: try Mailbox(parsing: "Community <no-reply@example.org>"),
-                    to: try Mailbox(address: MailAddress("alice@example.org")),
-                    subject: "Your temporary password", body: "Temporary password: Ab3$de=fGhjk?\n")
+        MailMessage(
+            from: try Mailbox(parsing: "Community <no-reply@example.org>"),
+            to: try Mailbox(address: MailAddress("alice@example.org")),
+            subject: "Your temporary password", body: "Temporary password: Ab3$de=fGhjk?\n")
     }
 
-    @Test("SMTP with mail.ca_file: STARTTLS and implicit TLS deliver over TLS; another CA fails the handshake, named as such",
-          arguments: [false, true])
+    @Test(
+        "SMTP with mail.ca_file: STARTTLS and implicit TLS deliver over TLS; another CA fails the handshake, named as such",
+        arguments: [false, true])
     func smtpCertificateAuthority(implicit: Bool) throws {
         let ca = try TestCertificateAuthority()
         let stranger = try TestCertificateAuthority(name: "another CA")
-        defer { ca.remove(); stranger.remove() }
+        defer {
+            ca.remove()
+            stranger.remove()
+        }
         let server = try TestSMTPServer.start(.init(tls: implicit ? .implicit(ca) : .starttls(ca)))
         defer { server.stop() }
         #expect(server.url.hasPrefix(implicit ? "smtps://" : "smtp://"))
@@ -89,8 +99,11 @@ import Testing
         let received = try server.waitForMessages(count: 1, timeout: .seconds(10))
         #expect(received.first?.tls == true)
 
-        let refused = failure { try transport(url: server.url, starttls: !implicit, caFile: stranger.certificate).send(message()) }
-        #expect(refused.contains("TLS handshake with \(server.url) failed: its certificate is not trusted"), "\(refused)")
+        let refused = failure {
+            try transport(url: server.url, starttls: !implicit, caFile: stranger.certificate).send(message())
+        }
+        #expect(
+            refused.contains("TLS handshake with \(server.url) failed: its certificate is not trusted"), "\(refused)")
         #expect(try server.messages().count == 1)
     }
 

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Throwaway PostgreSQL clusters for scripts (demo, bench, soak).
+# Throwaway PostgreSQL clusters for the scripts (demo, bench, soak) and the Swift test
+# support (TemporaryPostgres runs this file as a program, see the end).
 # Usage: source scripts/lib/postgres.sh; pg_start DIR; ... ; pg_stop DIR
 # Runs the server as the `postgres` user when we are root (initdb refuses root).
 
@@ -50,17 +51,18 @@ pg_start_existing() {
         || { tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
-# pg_start_standby PRIMARY_DIR DIR: a streaming standby of the cluster in PRIMARY_DIR
-# (pg_basebackup, which copies its settings and writes standby.signal and
-# primary_conninfo), with its socket in DIR.
+# pg_start_standby PRIMARY_DIR DIR: a hot standby streaming from the cluster in
+# PRIMARY_DIR (pg_basebackup, which copies its settings and writes standby.signal and
+# primary_conninfo), with its socket in DIR and never on TCP (the primary's
+# listen_addresses would clash). The primary's port is libpq's: PGPORT, or 5432.
 pg_start_standby() {
     local primary=$1 dir=$2
     local bin; bin=$(pg_bindir) || return 1
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
-    pg_as_owner "$bin/pg_basebackup" -h "$primary" -U postgres -D "$dir/data" -R -X stream -c fast >"$dir/basebackup.log" 2>&1 \
-        || { cat "$dir/basebackup.log" >&2; return 1; }
-    echo "-k $dir" >"$dir/options"
+    pg_as_owner "$bin/pg_basebackup" -h "$primary" -U postgres -D "$dir/data" -R -X stream -c fast --no-sync \
+        >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; return 1; }
+    echo "-k $dir -c listen_addresses=" >"$dir/options"
     pg_start_existing "$dir"
 }
 
@@ -100,10 +102,12 @@ pg_wait_streaming() {
     return 1
 }
 
+# pg_stop DIR [MODE]: stops the cluster in DIR if it runs (pg_ctl stop -m MODE, default
+# fast; immediate is what a crash looks like to clients). Never fails: it is for cleanup.
 pg_stop() {
-    local dir=$1
+    local dir=$1 mode=${2:-fast}
     local bin; bin=$(pg_bindir) || return 0
-    [ -d "$dir/data" ] && pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1
+    [ -d "$dir/data" ] && pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m "$mode" -w stop >/dev/null 2>&1
     return 0
 }
 
@@ -117,3 +121,13 @@ pg_conninfo() {
     fi
     echo "host=$hosts port=$ports user=postgres dbname=${2:-postgres}$extra"
 }
+
+# Run as a program (the Swift test support does): postgres.sh COMMAND ARGS..., where
+# COMMAND is start, start-existing, start-standby or stop, with the arguments above.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    case ${1:-} in
+        start|start-existing|start-standby|stop) command=pg_${1//-/_}; shift; "$command" "$@" ;;
+        *) echo "usage: $0 start|start-existing|start-standby|stop ARGS... (see the functions)" >&2; exit 64 ;;
+    esac
+fi

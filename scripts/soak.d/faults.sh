@@ -170,7 +170,7 @@ fault_smtp_outage() {
 
 # The server accepts connections but, for 10 s, answers every MAIL FROM with
 # 451, or every DATA with 554 after the message, or closes the connection
-# after the message without a reply (smtp_server.py reads the mode from a file).
+# after the message without a reply (scripts/lib/smtp_server.py reads the mode from a file).
 fault_smtp_broken() {
     local modes=(451-mail 554-data close-data) mode
     mode=${modes[RANDOM % 3]}

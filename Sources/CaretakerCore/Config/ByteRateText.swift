@@ -3,7 +3,9 @@
 /// Grammar: digits, a unit (`B`, `kB`, `MB`, `GB`, 1024-based and spelled as in
 /// `postgresql.conf`) and `/s`. No spaces, fractions or signs: a typo must fail loudly.
 public enum ByteRateText {
-    private static let units: [(symbol: String, bytes: Int64)] = [("B", 1), ("kB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30)]
+    private static let units: [(symbol: String, bytes: Int64)] = [
+        ("B", 1), ("kB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30),
+    ]
 
     /// Bytes per second, or nil when `text` is not a rate or is too large.
     public static func parse(_ text: String) -> Int64? {
@@ -11,7 +13,8 @@ public enum ByteRateText {
         let amount = text.dropLast(2)
         let digits = amount.prefix { $0.isASCII && $0.isNumber }
         guard !digits.isEmpty, let number = Int64(digits),
-              let unit = units.first(where: { $0.symbol == amount.dropFirst(digits.count) }) else { return nil }
+            let unit = units.first(where: { $0.symbol == amount.dropFirst(digits.count) })
+        else { return nil }
         let (bytes, overflow) = number.multipliedReportingOverflow(by: unit.bytes)
         return overflow ? nil : bytes
     }

@@ -120,8 +120,8 @@ public struct JobConfiguration: Sendable {
     public var maxCommitSlowdown: Int?
     /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
     public var maxReplicaLag: Duration?
-    /// `false`: the job's batches commit with `synchronous_commit = off` (expire-content's
-    /// default: its work is idempotent, a batch lost in a crash is redone next run).
+    /// `false`: the job's batches commit with `synchronous_commit = off` (the default for a
+    /// job whose work is idempotent, `BuiltInJob.isIdempotentBulkWork`: a batch lost in a crash is redone next run).
     public var synchronousCommit: Bool
     public var settings: JobSettings
 
@@ -134,36 +134,7 @@ public struct JobConfiguration: Sendable {
     }
 }
 
-/// What each kind of job needs beyond the common keys. A built-in job's settings
-/// type and its reader live in the job's own file (`Jobs/`), except expire-content's
-/// (`ExpireContentSettings` below, read in `ConfigurationLoader+Jobs.swift`).
-public enum JobSettings: Sendable {
-    case expireContent(ExpireContentSettings)
-    case logoutInactive(LogoutInactiveSettings)
-    case sendTempPasswords(SendTempPasswordsSettings)
-    case leaderSuccession(LeaderSuccessionSettings)
-    case prune(PruneSettings)
-    case sql(SQLJobSettings)
-}
-
-extension JobSettings {
-    /// Work that a crash may undo without harm because the next run redoes it:
-    /// such a job commits its batches without waiting for the WAL flush by default.
-    var isIdempotentBulkWork: Bool {
-        if case .expireContent = self { return true }
-        return false
-    }
-}
-
-public struct ExpireContentSettings: Sendable {
-    public var minLifetime: Duration = .seconds(24 * 3600)
-    public var maxLifetime: Duration = .seconds(48 * 3600)
-    public var postFullPopularity: Int = 100
-    public var packFullPopularity: Int = 100
-    /// `compress_wal`: the page sweep compresses its full page images when the role may.
-    public var compressWAL: Bool = false
-}
-
+/// An operator SQL job's own keys (`sql`, `repeat_until_zero`).
 public struct SQLJobSettings: Sendable {
     public var sql: String
     public var repeatUntilZero: Bool = false

@@ -3,7 +3,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public let file: String
     /// 1-based; 0 when the problem is not on one line (a missing file, a missing key).
     public let line: Int
-    /// Dotted path of the key, e.g. `jobs.expire-content.schedule`; empty for the whole file.
+    /// Dotted path of the key, e.g. `jobs.NAME.schedule`; empty for the whole file.
     public let key: String
     public let message: String
 
@@ -37,7 +37,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
             case "\t": escaped.append(contentsOf: "\\t".unicodeScalars)
             case _ where isControl(scalar):
                 let hex = String(scalar.value, radix: 16, uppercase: true)
-                escaped.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+                escaped.append(
+                    contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
             default: escaped.append(scalar)
             }
         }

@@ -19,17 +19,21 @@ extension ConfigurationLoader {
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
 
-    static func readJobs(_ root: inout TableReader, worker: WorkerOptions) throws(ConfigurationError) -> [JobConfiguration] {
+    static func readJobs(
+        _ root: inout TableReader, worker: WorkerOptions
+    ) throws(ConfigurationError) -> [JobConfiguration] {
         let jobsTable = try root.optionalTable("jobs") ?? TableReader.emptyTable
         for entry in jobsTable.entries {
             guard case .table = entry.value else {
-                throw ConfigurationError(file: root.file, line: entry.line, key: "jobs.\(entry.key)",
-                                         message: "expected a table [jobs.\(entry.key)]")
+                throw ConfigurationError(
+                    file: root.file, line: entry.line, key: "jobs.\(entry.key)",
+                    message: "expected a table [jobs.\(entry.key)]")
             }
         }
         var jobs: [JobConfiguration] = []
         for builtIn in BuiltInJob.allCases {
-            jobs.append(try readJob(named: builtIn.rawValue, builtIn: builtIn, in: jobsTable, file: root.file, worker: worker))
+            jobs.append(
+                try readJob(named: builtIn.rawValue, builtIn: builtIn, in: jobsTable, file: root.file, worker: worker))
         }
         for entry in jobsTable.entries where BuiltInJob(rawValue: entry.key) == nil {
             jobs.append(try readJob(named: entry.key, builtIn: nil, in: jobsTable, file: root.file, worker: worker))
@@ -37,19 +41,22 @@ extension ConfigurationLoader {
         return jobs
     }
 
-    private static func readJob(named name: String, builtIn: BuiltInJob?, in jobs: TOMLTable,
-                                file: String, worker: WorkerOptions) throws(ConfigurationError) -> JobConfiguration {
+    private static func readJob(
+        named name: String, builtIn: BuiltInJob?, in jobs: TOMLTable,
+        file: String, worker: WorkerOptions
+    ) throws(ConfigurationError) -> JobConfiguration {
         var ownTable: TOMLTable = TableReader.emptyTable
         if case .table(let found)? = jobs[name] { ownTable = found }
         var table = TableReader(ownTable, path: "jobs.\(name)", file: file)
         if builtIn == nil { try validateOperatorJobName(name, table: table) }
 
-        let settings: JobSettings = if let builtIn {
-            try builtIn.readSettings(&table, file: file, worker: worker)
-        } else {
-            .sql(try readSQLJob(&table))
-        }
-        var job = try readCommonKeys(&table, name: name, defaultSchedule: builtIn?.defaultSchedule, worker: worker, settings: settings)
+        let settings: JobSettings =
+            if let builtIn {
+                try builtIn.readSettings(&table, file: file, worker: worker)
+            } else {
+                .sql(try readSQLJob(&table))
+            }
+        var job = try readCommonKeys(&table, name: name, builtIn: builtIn, worker: worker, settings: settings)
         job.pingURL = try table.string("ping_url", default: "")
         if !job.pingURL.isEmpty, !(job.pingURL.hasPrefix("http://") || job.pingURL.hasPrefix("https://")) {
             throw table.error("ping_url", "must start with http:// or https:// (empty: no pings)")
@@ -61,29 +68,34 @@ extension ConfigurationLoader {
     private static func validateOperatorJobName(_ name: String, table: TableReader) throws(ConfigurationError) {
         let allowed = name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
         guard allowed, !name.isEmpty, name.count <= 48 else {
-            throw ConfigurationError(file: table.file, line: table.table.headerLine, key: "jobs.\(name)",
-                                     message: "a job name may use letters, digits, - and _ (at most 48)")
+            throw ConfigurationError(
+                file: table.file, line: table.table.headerLine, key: "jobs.\(name)",
+                message: "a job name may use letters, digits, - and _ (at most 48)")
         }
         guard table.table["sql"] != nil else {
             let builtIns = BuiltInJob.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ConfigurationError(file: table.file, line: table.table.headerLine, key: "jobs.\(name)",
-                                     message: "unknown job; the built-in jobs are \(builtIns), and an operator job needs sql = \"…\"")
+            throw ConfigurationError(
+                file: table.file, line: table.table.headerLine, key: "jobs.\(name)",
+                message: "unknown job; the built-in jobs are \(builtIns), and an operator job needs sql = \"…\"")
         }
     }
 
-    private static func readCommonKeys(_ table: inout TableReader, name: String, defaultSchedule: String?,
-                                       worker: WorkerOptions, settings: JobSettings) throws(ConfigurationError) -> JobConfiguration {
+    private static func readCommonKeys(
+        _ table: inout TableReader, name: String, builtIn: BuiltInJob?,
+        worker: WorkerOptions, settings: JobSettings
+    ) throws(ConfigurationError) -> JobConfiguration {
         let enabled = try table.bool("enabled", default: true)
         var zone = worker.timeZone
         var zoneLabel = worker.timeZoneName
         if let zoneName = try table.optionalString("timezone") {
             guard let found = ZoneInfo(identifier: zoneName) else {
-                throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
+                throw table.error(
+                    "timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
             }
             zone = found
             zoneLabel = zoneName
         }
-        guard let scheduleText = try table.optionalString("schedule") ?? defaultSchedule else {
+        guard let scheduleText = try table.optionalString("schedule") ?? builtIn?.defaultSchedule else {
             throw table.error("schedule", "is required for an operator job, e.g. schedule = \"@hourly\"")
         }
         let schedule: Schedule
@@ -101,38 +113,30 @@ extension ConfigurationLoader {
             enabled: enabled,
             schedule: schedule,
             timeZoneName: zoneLabel,
-            statementTimeout: try table.duration("statement_timeout", default: .seconds(30), minimum: .milliseconds(1),
-                                                 maximum: JobConfiguration.longestTimeout),
-            lockTimeout: try table.duration("lock_timeout", default: .seconds(2), minimum: .milliseconds(1),
-                                            maximum: JobConfiguration.longestTimeout),
+            statementTimeout: try table.duration(
+                "statement_timeout", default: .seconds(30), minimum: .milliseconds(1),
+                maximum: JobConfiguration.longestTimeout),
+            lockTimeout: try table.duration(
+                "lock_timeout", default: .seconds(2), minimum: .milliseconds(1),
+                maximum: JobConfiguration.longestTimeout),
             maxRuntime: try table.duration("max_runtime", default: .seconds(300), minimum: .milliseconds(1)),
-            batchSize: try table.integer("batch_size",
-                                         default: worker.lowFootprint ? lowFootprintBatchSize : defaultBatchSize,
-                                         in: 1...1_000_000),
+            batchSize: try table.integer(
+                "batch_size",
+                default: worker.lowFootprint ? lowFootprintBatchSize : defaultBatchSize,
+                in: 1...1_000_000),
             batchPause: try table.duration("batch_pause", default: worker.batchPause),
             catchUp: try table.bool("catch_up", default: true),
             maxRetries: try table.integer("max_retries", default: 3, in: 0...100),
             staleAfter: try table.optionalDuration("stale_after", minimum: .seconds(1)),
-            maxWALRate: try table.optionalRate("max_wal_rate",
-                                               default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
+            maxWALRate: try table.optionalRate(
+                "max_wal_rate",
+                default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
             maxCommitSlowdown: try table.optionalPercent("max_commit_slowdown", default: defaultMaxCommitSlowdown),
-            maxReplicaLag: try table.optionalDuration("max_replica_lag", default: defaultMaxReplicaLag,
-                                                      minimum: .milliseconds(1)),
-            synchronousCommit: try table.bool("synchronous_commit", default: !settings.isIdempotentBulkWork),
+            maxReplicaLag: try table.optionalDuration(
+                "max_replica_lag", default: defaultMaxReplicaLag,
+                minimum: .milliseconds(1)),
+            synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)
-    }
-
-    static func readExpireContent(_ table: inout TableReader) throws(ConfigurationError) -> ExpireContentSettings {
-        var settings = ExpireContentSettings()
-        settings.minLifetime = try table.duration("min_lifetime", default: settings.minLifetime)
-        settings.maxLifetime = try table.duration("max_lifetime", default: settings.maxLifetime)
-        guard settings.maxLifetime >= settings.minLifetime else {
-            throw table.error("max_lifetime", "must not be shorter than min_lifetime")
-        }
-        settings.postFullPopularity = try table.integer("post_full_popularity", default: 100, in: 1...Int(Int32.max))
-        settings.packFullPopularity = try table.integer("pack_full_popularity", default: 100, in: 1...Int(Int32.max))
-        settings.compressWAL = try table.bool("compress_wal", default: false)
-        return settings
     }
 
     private static func readSQLJob(_ table: inout TableReader) throws(ConfigurationError) -> SQLJobSettings {

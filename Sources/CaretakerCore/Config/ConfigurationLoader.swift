@@ -8,7 +8,9 @@ import Foundation
 public enum ConfigurationLoader {
     /// The file SPEC §2 says to use: `--config`, else `$CARETAKER_CONFIG`, else
     /// `./jobs.toml`, else `/etc/caretaker/jobs.toml`.
-    public static func locate(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func locate(
+        explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment["CARETAKER_CONFIG"], !fromEnvironment.isEmpty { return fromEnvironment }
         if FileManager.default.fileExists(atPath: "jobs.toml") { return "jobs.toml" }
@@ -22,18 +24,23 @@ public enum ConfigurationLoader {
         do {
             text = try TextFile.read(path)
         } catch {
-            throw ConfigurationError(file: path, line: 0, key: "", message: "cannot read the configuration file (\(error))")
+            throw ConfigurationError(
+                file: path, line: 0, key: "", message: "cannot read the configuration file (\(error))")
         }
         return try parse(text, file: path, lowFootprint: lowFootprint)
     }
 
     /// Validates configuration text; `file` is only used in messages and to resolve `template_file`.
-    public static func parse(_ text: String, file: String, lowFootprint: Bool? = nil) throws(ConfigurationError) -> Configuration {
+    public static func parse(
+        _ text: String, file: String, lowFootprint: Bool? = nil
+    ) throws(ConfigurationError) -> Configuration {
         let document: TOMLDocument
         do {
             document = try TOMLDocument(parsing: text)
         } catch {
-            throw ConfigurationError(file: file, line: error.line, key: "", message: "TOML syntax error at column \(error.column): \(error.message)")
+            throw ConfigurationError(
+                file: file, line: error.line, key: "",
+                message: "TOML syntax error at column \(error.column): \(error.message)")
         }
         var root = TableReader(document.root, path: "", file: file)
         let database = try readDatabase(&root)
@@ -44,8 +51,9 @@ public enum ConfigurationLoader {
         let jobs = try readJobs(&root, worker: worker)
         let dashboard = try readDashboard(&root)
         try root.finish()
-        return Configuration(file: file, database: database, worker: worker, mail: mail,
-                             metrics: metrics, alerts: alerts, dashboard: dashboard, jobs: jobs)
+        return Configuration(
+            file: file, database: database, worker: worker, mail: mail,
+            metrics: metrics, alerts: alerts, dashboard: dashboard, jobs: jobs)
     }
 
     // MARK: Sections
@@ -62,17 +70,21 @@ public enum ConfigurationLoader {
         options.passwordFile = try table.string("password_file", default: options.passwordFile)
         options.appSchema = try table.string("app_schema", default: options.appSchema)
         if options.appSchema.isEmpty { throw table.error("app_schema", "must not be empty") }
-        options.connectTimeout = try table.duration("connect_timeout", default: options.connectTimeout, minimum: .seconds(1))
+        options.connectTimeout = try table.duration(
+            "connect_timeout", default: options.connectTimeout, minimum: .seconds(1))
         try table.finish()
         return options
     }
 
-    private static func readWorker(_ root: inout TableReader, lowFootprintFlag: Bool?) throws(ConfigurationError) -> WorkerOptions {
+    private static func readWorker(
+        _ root: inout TableReader, lowFootprintFlag: Bool?
+    ) throws(ConfigurationError) -> WorkerOptions {
         var table = try section(&root, "worker")
         var options = WorkerOptions()
         let zoneName = try table.string("timezone", default: "UTC")
         guard let zone = ZoneInfo(identifier: zoneName) else {
-            throw table.error("timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
+            throw table.error(
+                "timezone", "\"\(zoneName)\" is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\")")
         }
         options.timeZone = zone
         options.timeZoneName = zoneName
@@ -83,7 +95,8 @@ public enum ConfigurationLoader {
         if options.lowFootprint { options.maxConcurrentJobs = 1 }
         options.shutdownGrace = try table.duration("shutdown_grace", default: options.shutdownGrace)
         options.idleDisconnect = try table.duration("idle_disconnect", default: options.idleDisconnect)
-        options.batchPause = try table.duration("batch_pause", default: options.lowFootprint ? .milliseconds(100) : .zero)
+        options.batchPause = try table.duration(
+            "batch_pause", default: options.lowFootprint ? .milliseconds(100) : .zero)
         let format = try table.string("log_format", default: "logfmt")
         guard let logFormat = WorkerOptions.LogFormat(rawValue: format) else {
             throw table.error("log_format", "must be \"logfmt\" or \"json\"")
@@ -111,14 +124,18 @@ public enum ConfigurationLoader {
         options.caFile = try table.string("ca_file", default: "")
         options.allowPlaintextAuth = try table.bool("allow_plaintext_auth", default: false)
         if kind == .smtp, options.sendsPasswordInClear, !options.allowPlaintextAuth {
-            throw table.error("username", "smtp:// without starttls would send the SMTP password in clear text: "
-                + "set starttls = true or use smtps://; only for a relay on this machine set allow_plaintext_auth = true")
+            throw table.error(
+                "username",
+                "smtp:// without starttls would send the SMTP password in clear text: "
+                    + "set starttls = true or use smtps://; only for a relay on this machine set allow_plaintext_auth = true"
+            )
         }
         options.from = try table.string("from", default: options.from)
         do {
             _ = try Mailbox(parsing: options.from)
         } catch {
-            throw table.error("from", "\"\(options.from)\" is not one address such as \"Community <no-reply@example.org>\": \(error)")
+            throw table.error(
+                "from", "\"\(options.from)\" is not one address such as \"Community <no-reply@example.org>\": \(error)")
         }
         options.directory = try table.string("directory", default: "")
         if kind == .file, options.directory.isEmpty {
@@ -157,7 +174,9 @@ public enum ConfigurationLoader {
         }
         options.textfile = try table.string("textfile", default: "")
         if !options.textfile.isEmpty, !options.textfile.hasPrefix("/") || options.textfile.hasSuffix("/") {
-            throw table.error("textfile", "must be an absolute file path, e.g. \"/var/lib/prometheus/node-exporter/caretaker.prom\" (empty: off)")
+            throw table.error(
+                "textfile",
+                "must be an absolute file path, e.g. \"/var/lib/prometheus/node-exporter/caretaker.prom\" (empty: off)")
         }
         try table.finish()
         return options

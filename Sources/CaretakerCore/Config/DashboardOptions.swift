@@ -26,7 +26,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// Parses `HOST:PORT` (an IPv6 host in brackets); nil when it is not one.
     public init?(parsing text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (0...65535).contains(port) else { return nil }
+            (0...65535).contains(port)
+        else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") {
             host = String(host.dropFirst().dropLast())
@@ -34,7 +35,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         } else if host.contains(":") {
             return nil
         }
-        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" || $0 == "[" || $0 == "]" }) else { return nil }
+        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" || $0 == "[" || $0 == "]" }) else {
+            return nil
+        }
         self.host = host
         self.port = port
     }

@@ -1,4 +1,3 @@
-
 /// The temporary-password message: a `Subject:` line, a blank line, then the body.
 ///
 /// Placeholders: `{{name}}` (display name, or the address), `{{password}}`,
@@ -42,7 +41,9 @@ public struct MailTemplate: Sendable, Equatable {
 
     /// Fills the placeholders in one pass, so a value that itself looks like a
     /// placeholder (a display name of `{{password}}`) is never expanded.
-    public func render(name: String, password: String, expiresAt: String, appName: String) -> (subject: String, body: String) {
+    public func render(
+        name: String, password: String, expiresAt: String, appName: String
+    ) -> (subject: String, body: String) {
         let values = ["name": name, "password": password, "expires_at": expiresAt, "app_name": appName]
         return (Self.fill(subject, values), Self.fill(body, values))
     }
@@ -54,7 +55,8 @@ public struct MailTemplate: Sendable, Equatable {
             output += rest[..<open.lowerBound]
             let afterOpen = rest[open.upperBound...]
             guard let close = afterOpen.firstRange(of: "}}"),
-                  let value = values[String(afterOpen[..<close.lowerBound])] else {
+                let value = values[String(afterOpen[..<close.lowerBound])]
+            else {
                 output += "{{"
                 rest = afterOpen
                 continue
@@ -73,4 +75,3 @@ private extension String {
         String(drop { $0 == "\n" })
     }
 }
-

@@ -1,6 +1,9 @@
 /// Light checks of an operator's SQL before it ever reaches the server.
 enum SQLText {
-    struct Problem: Error { let key: String; let message: String }
+    struct Problem: Error {
+        let key: String
+        let message: String
+    }
 
     /// One statement (a trailing `;` is fine); with `mustChangeRows`, a statement
     /// that reports affected rows (DELETE, UPDATE, INSERT, MERGE, or WITH … one of them).
@@ -14,8 +17,12 @@ enum SQLText {
         }
         let firstWord = body.prefix { $0.isLetter }.uppercased()
         if mustChangeRows, !["DELETE", "UPDATE", "INSERT", "MERGE", "WITH"].contains(firstWord) {
-            return .failure(Problem(key: "repeat_until_zero",
-                                    message: "needs a statement that changes rows (DELETE, UPDATE, INSERT or MERGE), not \(firstWord.isEmpty ? "this" : firstWord)"))
+            return .failure(
+                Problem(
+                    key: "repeat_until_zero",
+                    message:
+                        "needs a statement that changes rows (DELETE, UPDATE, INSERT or MERGE), not \(firstWord.isEmpty ? "this" : firstWord)"
+                ))
         }
         if mustChangeRows, firstWord == "WITH", !containsWord(["DELETE", "UPDATE", "INSERT", "MERGE"], in: body) {
             return .failure(Problem(key: "repeat_until_zero", message: "needs a statement that changes rows"))

@@ -1,9 +1,8 @@
-
 /// Reads typed values out of one TOML table, remembering which keys were read
 /// so that `finish()` can reject the ones nobody asked for (typos).
 struct TableReader {
     let table: TOMLTable
-    /// Dotted path of this table, e.g. `jobs.prune`.
+    /// Dotted path of this table, e.g. `jobs.NAME`.
     let path: String
     let file: String
     private var consumed: Set<String> = []
@@ -15,8 +14,9 @@ struct TableReader {
     }
 
     func error(_ key: String, _ message: String) -> ConfigurationError {
-        ConfigurationError(file: file, line: table.line(of: key) ?? table.headerLine,
-                           key: path.isEmpty ? key : "\(path).\(key)", message: message)
+        ConfigurationError(
+            file: file, line: table.line(of: key) ?? table.headerLine,
+            key: path.isEmpty ? key : "\(path).\(key)", message: message)
     }
 
     private mutating func value(_ key: String) -> TOMLValue? {
@@ -71,7 +71,9 @@ struct TableReader {
         return flag
     }
 
-    mutating func integer(_ key: String, default fallback: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    mutating func integer(
+        _ key: String, default fallback: Int, in range: ClosedRange<Int>
+    ) throws(ConfigurationError) -> Int {
         try optionalInteger(key, in: range) ?? fallback
     }
 
@@ -84,14 +86,18 @@ struct TableReader {
         return int
     }
 
-    mutating func duration(_ key: String, default fallback: Duration, minimum: Duration = .zero,
-                           maximum: Duration? = nil) throws(ConfigurationError) -> Duration {
+    mutating func duration(
+        _ key: String, default fallback: Duration, minimum: Duration = .zero,
+        maximum: Duration? = nil
+    ) throws(ConfigurationError) -> Duration {
         try optionalDuration(key, minimum: minimum, maximum: maximum) ?? fallback
     }
 
     /// A duration string; `""` counts as absent (used for switches such as `leader_inactive_after`).
-    mutating func optionalDuration(_ key: String, minimum: Duration = .zero,
-                                   maximum: Duration? = nil) throws(ConfigurationError) -> Duration? {
+    mutating func optionalDuration(
+        _ key: String, minimum: Duration = .zero,
+        maximum: Duration? = nil
+    ) throws(ConfigurationError) -> Duration? {
         guard let found = value(key) else { return nil }
         guard case .string(let text) = found else {
             throw error(key, "expected a duration string such as \"90s\", found \(found.typeName)")
@@ -99,7 +105,10 @@ struct TableReader {
         try refuseNUL(text, key)
         if text.isEmpty { return nil }
         guard let duration = DurationText.parse(text) else {
-            throw error(key, "\"\(text)\" is not a duration: use a number and a unit, e.g. \"500ms\", \"90s\", \"10m\", \"24h\", \"30d\"")
+            throw error(
+                key,
+                "\"\(text)\" is not a duration: use a number and a unit, e.g. \"500ms\", \"90s\", \"10m\", \"24h\", \"30d\""
+            )
         }
         guard duration >= minimum else {
             throw error(key, "must be at least \(DurationText.format(minimum))")
@@ -111,8 +120,10 @@ struct TableReader {
     }
 
     /// A switch that is on by default: absent gives `fallback`, `""` turns it off (`nil`).
-    mutating func optionalDuration(_ key: String, default fallback: Duration,
-                                   minimum: Duration = .zero) throws(ConfigurationError) -> Duration? {
+    mutating func optionalDuration(
+        _ key: String, default fallback: Duration,
+        minimum: Duration = .zero
+    ) throws(ConfigurationError) -> Duration? {
         guard table[key] != nil else {
             consumed.insert(key)
             return fallback
@@ -130,7 +141,10 @@ struct TableReader {
         try refuseNUL(text, key)
         if text.isEmpty { return nil }
         guard let rate = ByteRateText.parse(text) else {
-            throw error(key, "\"\(text)\" is not a rate: use a whole number, a unit and \"/s\", e.g. \"512kB/s\", \"64MB/s\", \"1GB/s\"; \"\" turns it off")
+            throw error(
+                key,
+                "\"\(text)\" is not a rate: use a whole number, a unit and \"/s\", e.g. \"512kB/s\", \"64MB/s\", \"1GB/s\"; \"\" turns it off"
+            )
         }
         guard rate > 0 else { throw error(key, "must be more than 0B/s; \"\" turns it off") }
         return rate

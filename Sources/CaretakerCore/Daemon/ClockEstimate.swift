@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// The database clock, read once and carried forward with the monotonic clock,
 /// so the scheduler can sleep without asking the server every time and without

@@ -50,8 +50,10 @@ final class ConnectionPool {
     /// While the database is unreachable: when to try again, and how long the next wait is.
     private(set) var reconnect: ReconnectBackoff?
 
-    init(lowFootprint: Bool, logger: Logger, open: @escaping () throws -> Connection,
-         prepare: @escaping (Connection) throws -> Void) {
+    init(
+        lowFootprint: Bool, logger: Logger, open: @escaping () throws -> Connection,
+        prepare: @escaping (Connection) throws -> Void
+    ) {
         self.lowFootprint = lowFootprint
         self.logger = logger
         self.open = open
@@ -125,8 +127,11 @@ final class ConnectionPool {
         let attempt = (reconnect?.attempt ?? 0) + 1
         let delay = reconnect.map { min($0.delay * 2, Self.maximumReconnectDelay) } ?? Self.firstReconnectDelay
         reconnect = ReconnectBackoff(attempt: attempt, delay: delay, at: .now + delay)
-        logger.warning("database unavailable; retrying", metadata: [
-            "attempt": "\(attempt)", "retry_in_ms": "\(delay.microseconds / 1000)", "error": "\(error)"])
+        logger.warning(
+            "database unavailable; retrying",
+            metadata: [
+                "attempt": "\(attempt)", "retry_in_ms": "\(delay.microseconds / 1000)", "error": "\(error)",
+            ])
     }
 
     /// A statement on the scheduler's connection failed. A timeout (an operator's
@@ -135,8 +140,11 @@ final class ConnectionPool {
     /// its fate when the server went away). Either way it is logged and retried.
     func controlFailed(_ error: any Error) {
         if let error = error as? PostgresError, error.isQueryCanceled, control?.isHealthy == true {
-            logger.warning("the scheduler's statement timed out; retrying", metadata: [
-                "statement_timeout": "\(Self.bookkeepingStatementTimeout)", "error": "\(error)"])
+            logger.warning(
+                "the scheduler's statement timed out; retrying",
+                metadata: [
+                    "statement_timeout": "\(Self.bookkeepingStatementTimeout)", "error": "\(error)",
+                ])
             unreachable(error)
             return
         }

@@ -9,16 +9,17 @@ extension Daemon {
         if try DatabaseRole.isStandby(connection) { throw DatabaseRole.standbyError }
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         guard applied.contains(1) else {
-            throw PostgresError(kind: .query, message: "caretaker's schema is missing: run `caretaker migrate`")
+            throw SchemaNotReady(description: "caretaker's schema is missing: run `caretaker migrate`")
         }
         guard applied.contains(Migration.deadlineTrigger.version) else {
-            throw PostgresError(kind: .query, message: """
-                caretaker's schema is older than this version (migration \(Migration.deadlineTrigger.version) \
-                "\(Migration.deadlineTrigger.name)" is missing): run `caretaker migrate`
-                """)
+            throw SchemaNotReady(
+                description: """
+                    caretaker's schema is older than this version (migration \(Migration.deadlineTrigger.version) \
+                    "\(Migration.deadlineTrigger.name)" is missing): run `caretaker migrate`
+                    """)
         }
         try clock.refresh(connection)
-        let rescued = try RunHistory.interruptAllOrphans(connection)
+        let rescued = try RunStore(connection).interruptAllOrphans()
         if rescued > 0 {
             logger.warning("marked runs of dead processes interrupted", metadata: ["runs": "\(rescued)"])
         }
@@ -71,4 +72,10 @@ extension Daemon {
         logger.debug("handing idle memory back until the next run")
         IdleMemory.release()
     }
+}
+
+/// The database answers but caretaker's schema is not (or not fully) there: the
+/// daemon waits and tries again, like an unreachable database; it is not a failed query.
+struct SchemaNotReady: Error, CustomStringConvertible {
+    let description: String
 }

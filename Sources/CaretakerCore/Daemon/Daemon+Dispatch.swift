@@ -1,10 +1,11 @@
+import Logging
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
-import Postgres
 
 extension Daemon {
     // MARK: Start-up
@@ -12,19 +13,28 @@ extension Daemon {
     /// Plans each job's next slot and, after downtime, its catch-up run and the
     /// record of the slots nobody ran (one `skipped` row per job).
     func startScheduling() {
-        scheduler = Scheduler(jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs,
-                              deadlineChecks: !lowFootprint, now: clock.now)
+        scheduler = Scheduler(
+            jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs,
+            deadlineChecks: !lowFootprint, now: clock.now)
         guard let control = pool.ensureControl() else { return }
         for job in scheduler.jobs {
             do {
                 let (lastLookedAfter, installedAt) = try history(of: job, on: control)
-                guard let missed = scheduler.catchUp(job, lastLookedAfter: lastLookedAfter, installedAt: installedAt,
-                                                     now: clock.now) else { continue }
-                if try runner.recordMissedSlots(job: job, first: missed.first, last: missed.last, count: missed.count,
-                                                on: control) {
-                    logger.warning("slots missed while no worker ran", metadata: [
-                        "job": "\(job.name)", "missed_slots": "\(missed.count)",
-                        "first_missed": "\(missed.first)", "last_missed": "\(missed.last)"])
+                guard
+                    let missed = scheduler.catchUp(
+                        job, lastLookedAfter: lastLookedAfter, installedAt: installedAt,
+                        now: clock.now)
+                else { continue }
+                if try runner.recordMissedSlots(
+                    job: job, first: missed.first, last: missed.last, count: missed.count,
+                    on: control)
+                {
+                    logger.warning(
+                        "slots missed while no worker ran",
+                        metadata: [
+                            "job": "\(job.name)", "missed_slots": "\(missed.count)",
+                            "first_missed": "\(missed.first)", "last_missed": "\(missed.last)",
+                        ])
                 }
             } catch {
                 return pool.controlFailed(error)
@@ -35,21 +45,21 @@ extension Daemon {
     /// Until when some worker looked after `job` (its latest claimed slot, or its
     /// latest run's slot or start; nil when it never ran), and when caretaker's schema was installed.
     private func history(of job: JobConfiguration, on connection: Connection) throws -> (Date?, Date) {
-        let row = try connection.query("""
-            SELECT extract(epoch FROM greatest(
-                       (SELECT max(slot) FROM caretaker.job_slots WHERE job = $1),
-                       (SELECT max(coalesce(slot, started_at)) FROM caretaker.job_runs WHERE job = $1)))::float8 AS looked_after,
-                   extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
-            """, job.name).first
-        return (row?.double("looked_after").map { Date(timeIntervalSince1970: $0) },
-                Date(timeIntervalSince1970: row?.double("installed") ?? 0))
+        let installed = try connection.query(
+            """
+            SELECT extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
+            """
+        ).first?.double("installed")
+        return (try RunStore(connection).lastLookedAfter(job: job.name), Date(timeIntervalSince1970: installed ?? 0))
     }
 
     // MARK: Dispatch
 
     /// Asks the scheduler what is due on a fresh reading of the database clock and carries it out.
     func dispatchDueWork() {
-        guard scheduler.hasDueWork(now: clock.now, freePlaces: pool.placesFree, canRecord: pool.canRecord) else { return }
+        guard scheduler.hasDueWork(now: clock.now, freePlaces: pool.placesFree, canRecord: pool.canRecord) else {
+            return
+        }
         guard pool.canRecord else {
             // Low-footprint mode: the only connection is running a job, so nothing
             // can start; still move the slots on, so that a slot of the running job
@@ -61,8 +71,10 @@ extension Daemon {
         // Decide on a fresh reading of the database clock, not on the estimate alone.
         do { try clock.refresh(control) } catch { return pool.controlFailed(error) }
         guard askDeadlines(on: control) else { return }
-        carryOut(scheduler.dispatch(now: clock.now, freePlaces: pool.placesFree, canRecord: true,
-                                    stopping: stopRequested.load(ordering: .relaxed)), control: control)
+        carryOut(
+            scheduler.dispatch(
+                now: clock.now, freePlaces: pool.placesFree, canRecord: true,
+                stopping: stopRequested.load(ordering: .relaxed)), control: control)
     }
 
     /// Asks the deadline queries that are due; false when the database failed.
@@ -118,10 +130,8 @@ extension Daemon {
                 result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
             } catch is JobRunner.SlotNotDue {
                 result = .slotNotDue
-            } catch let error as PostgresError {
-                result = .databaseError(error)
             } catch {
-                result = .databaseError(PostgresError(kind: .query, message: "\(error)"))
+                result = .aborted(error)
             }
             events.post(.finished(request: request, result: result, connection: connection))
         }
@@ -137,8 +147,9 @@ extension Daemon {
         case .outcome(.finished(_, .failed, _, _)): end = .failed
         case .outcome(.finished(_, .succeeded, _, _)): end = .succeeded
         case .outcome: end = .other
-        case .databaseError(let error):
-            logger.error("run aborted: database error", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
+        case .aborted(let error):
+            let cause = error is PostgresError ? "database error" : "error"
+            logger.error("run aborted: \(cause)", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
             end = .failed
         }
         let retryBefore = scheduler.states[request.job.name]?.retry?.attempt
@@ -149,9 +160,12 @@ extension Daemon {
 
     private func logRetryIfPlanned(_ job: JobConfiguration, before: Int?, reason: String) {
         guard let retry = scheduler.states[job.name]?.retry, retry.attempt != before else { return }
-        logger.info("retry planned", metadata: [
-            "job": "\(job.name)", "attempt": "\(retry.attempt)", "reason": "\(reason)",
-            "retry_in_ms": "\(Int64(retry.at.timeIntervalSince(clock.now) * 1000))"])
+        logger.info(
+            "retry planned",
+            metadata: [
+                "job": "\(job.name)", "attempt": "\(retry.attempt)", "reason": "\(reason)",
+                "retry_in_ms": "\(Int64(retry.at.timeIntervalSince(clock.now) * 1000))",
+            ])
     }
 
     // MARK: Waking

@@ -1,12 +1,13 @@
+import Dispatch
+import Logging
+import Postgres
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
-import Postgres
-import Synchronization
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -36,8 +37,9 @@ public final class Daemon: @unchecked Sendable {
         case outcome(JobRunner.Outcome)
         /// The slot was not due yet on the database clock; nothing was recorded.
         case slotNotDue
-        /// The database failed under the run (connection lost, bookkeeping missing or timed out).
-        case databaseError(PostgresError)
+        /// The run's bookkeeping failed (the database: connection lost, bookkeeping
+        /// missing or timed out), with the error as thrown: not relabelled.
+        case aborted(any Error)
     }
 
     let configurationPath: String
@@ -77,13 +79,16 @@ public final class Daemon: @unchecked Sendable {
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
         self.monitor = try Monitor(configuration: configuration, isDaemon: true, logger: logger)
-        self.runner = JobRunner(configuration: configuration,
-                                mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
-                                logger: logger, observer: monitor)
-        self.pool = ConnectionPool(lowFootprint: configuration.worker.lowFootprint, logger: logger,
-                                   open: { throw PostgresError(kind: .connection, message: "not started") },
-                                   prepare: { _ in })
-        self.scheduler = Scheduler(jobs: [], maxConcurrentJobs: 1, deadlineChecks: false, now: Date(timeIntervalSince1970: 0))
+        self.runner = JobRunner(
+            configuration: configuration,
+            mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
+            logger: logger, observer: monitor)
+        self.pool = ConnectionPool(
+            lowFootprint: configuration.worker.lowFootprint, logger: logger,
+            open: { throw PostgresError(kind: .connection, message: "not started") },
+            prepare: { _ in })
+        self.scheduler = Scheduler(
+            jobs: [], maxConcurrentJobs: 1, deadlineChecks: false, now: Date(timeIntervalSince1970: 0))
         pool.open = { [unowned self] in try self.connector.connect(applicationName: "caretaker") }
         pool.prepare = { [unowned self] in try self.prepare($0) }
     }
@@ -91,9 +96,12 @@ public final class Daemon: @unchecked Sendable {
     /// Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean shutdown).
     public func run() -> ExitStatus {
         installSignalHandlers()
-        logger.info("starting", metadata: [
-            "version": "\(caretakerVersion)", "config": "\(configurationPath)",
-            "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)"])
+        logger.info(
+            "starting",
+            metadata: [
+                "version": "\(caretakerVersion)", "config": "\(configurationPath)",
+                "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)",
+            ])
         do { try monitor.start() } catch {
             logger.error("cannot start monitoring", metadata: ["error": "\(error)"])
             return .configuration
@@ -180,12 +188,14 @@ public final class Daemon: @unchecked Sendable {
             let running = self.pool.runningConnections
             if running > 0 {
                 // Logged first: once cancelled, the runs end and the process may exit at once.
-                self.logger.warning("shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
+                self.logger.warning(
+                    "shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
                 self.pool.cancelBusy()
             }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
-            self?.logger.error("runs did not stop within shutdown_grace; exiting (the next instance marks them interrupted)")
+            self?.logger.error(
+                "runs did not stop within shutdown_grace; exiting (the next instance marks them interrupted)")
             exit(0)
         }
     }
@@ -198,7 +208,8 @@ public final class Daemon: @unchecked Sendable {
         notifier.stopping()
         stopRequested.store(true, ordering: .relaxed)
         if scheduler.runningCount > 0 {
-            logger.info("waiting for running jobs to stop between batches", metadata: ["runs": "\(scheduler.runningCount)"])
+            logger.info(
+                "waiting for running jobs to stop between batches", metadata: ["runs": "\(scheduler.runningCount)"])
         }
         while scheduler.runningCount > 0 {
             events.wait(timeout: notifier.watchdogInterval).forEach(handle)
@@ -206,7 +217,8 @@ public final class Daemon: @unchecked Sendable {
         }
         // Slots that came due while low-footprint mode's only connection was busy.
         if !scheduler.pendingSkips.isEmpty, let control = pool.control {
-            carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true), control: control)
+            carryOut(
+                scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true), control: control)
         }
         pool.dropAll()
         monitor.stop()
@@ -227,22 +239,26 @@ public final class Daemon: @unchecked Sendable {
         let mail: (any MailTransport)?
         let ignoredLowFootprint: Bool
         do {
-            (fresh, ignoredLowFootprint) = try Self.loadForReload(path: configurationPath, runningLowFootprint: lowFootprint,
-                                                                 lowFootprintFlag: lowFootprintFlag)
+            (fresh, ignoredLowFootprint) = try Self.loadForReload(
+                path: configurationPath, runningLowFootprint: lowFootprint,
+                lowFootprintFlag: lowFootprintFlag)
             freshConnector = try DatabaseConnector(options: fresh.database)
             mail = try MailSetup.transport(for: fresh.jobs.filter(\.enabled), configuration: fresh)
         } catch {
-            logger.error("configuration reload failed; keeping the previous configuration",
-                         metadata: ["config": "\(configurationPath)", "error": "\(error)"])
+            logger.error(
+                "configuration reload failed; keeping the previous configuration",
+                metadata: ["config": "\(configurationPath)", "error": "\(error)"])
             return
         }
         if ignoredLowFootprint {
-            logger.warning("""
+            logger.warning(
+                """
                 low_footprint changed in the configuration: not applied until the next start; \
                 until then this instance keeps low_footprint = \(lowFootprint) and that mode's defaults
                 """, metadata: ["config": "\(configurationPath)"])
         }
-        let databaseChanged = fresh.database.url != configuration.database.url
+        let databaseChanged =
+            fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
         configuration = fresh
         connector = freshConnector
@@ -250,7 +266,8 @@ public final class Daemon: @unchecked Sendable {
         monitor.reload(configuration)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
-        scheduler.reload(jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now)
+        scheduler.reload(
+            jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now)
         if databaseChanged {
             // Connections to the old database would keep serving it: connect afresh.
             pool.retireAll()
@@ -264,8 +281,10 @@ public final class Daemon: @unchecked Sendable {
     /// Reads the configuration for a reload, with `low_footprint` held at the running
     /// mode's value (the flag, when given, wins as at start-up). Also says whether the
     /// file asks for a different mode, which then waits for the next start.
-    static func loadForReload(path: String, runningLowFootprint: Bool,
-                              lowFootprintFlag: Bool) throws(ConfigurationError) -> (Configuration, ignoredLowFootprint: Bool) {
+    static func loadForReload(
+        path: String, runningLowFootprint: Bool,
+        lowFootprintFlag: Bool
+    ) throws(ConfigurationError) -> (Configuration, ignoredLowFootprint: Bool) {
         let asWritten = try ConfigurationLoader.load(path: path, lowFootprint: lowFootprintFlag ? true : nil)
         guard asWritten.worker.lowFootprint != runningLowFootprint else { return (asWritten, false) }
         return (try ConfigurationLoader.load(path: path, lowFootprint: runningLowFootprint), true)

@@ -78,7 +78,8 @@ struct Scheduler {
     /// since `lastLookedAfter` (the job's latest claimed slot or run) as one summary
     /// to record. A job that never ran has nothing to summarise: its catch-up counts
     /// from `installedAt`, when caretaker's schema was installed.
-    mutating func catchUp(_ job: JobConfiguration, lastLookedAfter: Date?, installedAt: Date, now: Date) -> MissedSlots? {
+    mutating func catchUp(_ job: JobConfiguration, lastLookedAfter: Date?, installedAt: Date, now: Date) -> MissedSlots?
+    {
         guard let latest = job.schedule.previousDate(atOrBefore: now), latest > (lastLookedAfter ?? installedAt) else {
             return nil
         }
@@ -94,7 +95,8 @@ struct Scheduler {
     /// Counts the slots in `(after, through]`; nil when there are none.
     static func slots(of schedule: Schedule, after start: Date, through end: Date) -> MissedSlots? {
         guard let first = schedule.nextDate(after: start), first <= end,
-              let last = schedule.previousDate(atOrBefore: end) else { return nil }
+            let last = schedule.previousDate(atOrBefore: end)
+        else { return nil }
         if let interval = schedule.fixedInterval {
             let count = Int((last.timeIntervalSince(first) / interval.seconds).rounded()) + 1
             return MissedSlots(count: count, first: first, last: last)
@@ -133,7 +135,8 @@ struct Scheduler {
     func deadlinesToAsk(now: Date) -> [JobConfiguration] {
         jobs.filter { job in
             guard let state = states[job.name], !state.running, state.queued == nil,
-                  let check = state.deadlineCheck else { return false }
+                let check = state.deadlineCheck
+            else { return false }
             return check <= now
         }
     }
@@ -287,7 +290,8 @@ struct Scheduler {
     /// `retryBaseDelay × 2^(n−1)` later, when that is before the next slot and `n ≤ max_retries`.
     private mutating func planRetry(after request: JobRunner.Request, now: Date) {
         guard request.trigger != .manual, request.attempt <= request.job.maxRetries,
-              var state = states[request.job.name] else { return }
+            var state = states[request.job.name]
+        else { return }
         let at = now.addingTimeInterval(Self.retryDelay(afterAttempt: request.attempt).seconds)
         if let next = state.nextSlot, at >= next { return }
         state.retry = (at, request.attempt + 1)

@@ -1,15 +1,19 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// The database's clock: the only clock caretaker decides by (SPEC rule zero).
 public enum DatabaseClock {
     /// `now()` on the server, to the microsecond.
     public static func now(_ connection: Connection) throws -> Date {
-        guard let seconds = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now") else {
+        guard
+            let seconds = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?
+                .double("now")
+        else {
             throw PostgresError(kind: .query, message: "the server did not return its clock")
         }
         return Date(timeIntervalSince1970: seconds)

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// Opens connections as `[database]` says, with the password from a file or a
 /// systemd credential when one is configured.
@@ -14,25 +15,31 @@ public struct DatabaseConnector: Sendable {
     /// Name of the systemd credential (`LoadCredential=db-password:…`) read when present.
     public static let passwordCredential = "db-password"
 
-    public init(options: DatabaseOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws(SecretError) {
+    public init(
+        options: DatabaseOptions, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(SecretError) {
         self.options = options
-        self.password = try Secrets.read(file: options.passwordFile, credential: Self.passwordCredential,
-                                         environment: environment, purpose: "database.password_file")
+        self.password = try Secrets.read(
+            file: options.passwordFile, credential: Self.passwordCredential,
+            environment: environment, purpose: "database.password_file")
     }
 
     /// Connects once; throws `.connection` after `connect_timeout`.
     public func connect(applicationName: String = "caretaker") throws(PostgresError) -> Connection {
-        try Connection(Connection.Configuration(
-            conninfo: options.url, applicationName: applicationName,
-            connectTimeout: options.connectTimeout, password: password))
+        try Connection(
+            Connection.Configuration(
+                conninfo: options.url, applicationName: applicationName,
+                connectTimeout: options.connectTimeout, password: password))
     }
 }
 
 /// Reads secrets from `*_file` keys or `$CREDENTIALS_DIRECTORY`; never logs them.
 public enum Secrets {
     /// The first of: the configured file, then the systemd credential; `nil` when neither is set.
-    public static func read(file: String, credential: String, environment: [String: String],
-                            purpose: String) throws(SecretError) -> String? {
+    public static func read(
+        file: String, credential: String, environment: [String: String],
+        purpose: String
+    ) throws(SecretError) -> String? {
         if !file.isEmpty { return try contents(of: file, purpose: purpose) }
         if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
             let path = directory + "/" + credential

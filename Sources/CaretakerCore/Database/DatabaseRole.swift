@@ -17,6 +17,7 @@ public enum DatabaseRole {
 
     /// The error the daemon waits on (it backs off and tries again, as for an unreachable server).
     public static var standbyError: PostgresError {
-        PostgresError(kind: .query, sqlState: SQLState.readOnlySQLTransaction, message: "\(standbyMessage): \(standbyAdvice)")
+        PostgresError(
+            kind: .query, sqlState: SQLState.readOnlySQLTransaction, message: "\(standbyMessage): \(standbyAdvice)")
     }
 }

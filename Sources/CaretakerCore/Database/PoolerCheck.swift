@@ -69,7 +69,8 @@ public struct PoolerCheck: Sendable {
         for pids in [firstPIDs, secondPIDs] {
             let distinct = pids.reduce(into: [Int]()) { seen, pid in if !seen.contains(pid) { seen.append(pid) } }
             if distinct.count > 1 {
-                return "one connection's statements ran on server processes \(distinct.map(String.init).joined(separator: ", "))"
+                return
+                    "one connection's statements ran on server processes \(distinct.map(String.init).joined(separator: ", "))"
             }
         }
         if let shared = firstPIDs.first(where: secondPIDs.contains) {
@@ -109,7 +110,8 @@ public struct PoolerCheck: Sendable {
     private static let pidQuery = "SELECT pg_backend_pid() AS pid"
 
     private static func serverPID(_ connection: Connection, timeout: Duration? = nil) throws(PostgresError) -> Int {
-        let result = if let timeout { try connection.query(pidQuery, timeout: timeout) } else { try connection.query(pidQuery) }
+        let result =
+            if let timeout { try connection.query(pidQuery, timeout: timeout) } else { try connection.query(pidQuery) }
         guard let pid = result.first?.int("pid") else {
             throw PostgresError(kind: .query, message: "pg_backend_pid() returned no row")
         }

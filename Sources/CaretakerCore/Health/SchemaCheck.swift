@@ -1,46 +1,50 @@
 import Postgres
 
-/// Verifies that every column the jobs rely on (SPEC §1) exists with a compatible type.
+/// Verifies that the app columns the built-in jobs rely on (SPEC §1) exist with a
+/// compatible type. What each job relies on is in its catalogue entry
+/// (`BuiltInJob.appColumns`); a problem that only disabled jobs would meet is a warning.
 public enum SchemaCheck {
-    /// A column the worker reads or writes, and the types it accepts for it.
-    struct Expected {
-        let table: String
-        let column: String
-        let types: Set<String>
+    /// The column types `check` accepts for a column (as `format_type` names them; a domain counts as its base type).
+    struct ColumnType: Sendable, Equatable {
+        let accepted: Set<String>
+
+        static let text = ColumnType(accepted: ["text", "character varying", "citext", "character"])
+        static let bigintID = ColumnType(accepted: ["bigint"])
+        static let integer = ColumnType(accepted: ["integer", "bigint", "smallint"])
+        static let timestamptz = ColumnType(accepted: ["timestamp with time zone"])
+        static let boolean = ColumnType(accepted: ["boolean"])
+        static let uuid = ColumnType(accepted: ["uuid"])
     }
 
-    static let text: Set<String> = ["text", "character varying", "citext", "character"]
-    static let bigintID: Set<String> = ["bigint"]
-    static let integer: Set<String> = ["integer", "bigint", "smallint"]
-    static let timestamptz: Set<String> = ["timestamp with time zone"]
-    static let boolean: Set<String> = ["boolean"]
+    /// An app table and the columns of it a job relies on, in SPEC §1's order.
+    struct AppTable: Sendable {
+        let name: String
+        let columns: [(name: String, type: ColumnType)]
 
-    static let expected: [Expected] = [
-        ("users", [("id", bigintID), ("email", text), ("display_name", text), ("password_hash", text),
-                   ("temp_password_hash", text), ("temp_password_expires_at", timestamptz),
-                   ("must_change_password", boolean), ("created_at", timestamptz), ("deleted_at", timestamptz)]),
-        ("sessions", [("id", ["uuid"]), ("user_id", bigintID), ("created_at", timestamptz), ("last_seen_at", timestamptz),
-                      ("revoked_at", timestamptz), ("revoked_reason", text)]),
-        ("packs", [("id", bigintID), ("name", text), ("creator_id", bigintID), ("is_admin", boolean), ("created_at", timestamptz)]),
-        ("pack_members", [("pack_id", bigintID), ("user_id", bigintID), ("joined_at", timestamptz)]),
-        ("posts", [("id", bigintID), ("pack_id", bigintID), ("author_id", bigintID), ("title", text), ("body", text),
-                   ("likes", integer), ("created_at", timestamptz)]),
-        ("password_reset_requests", [("id", bigintID), ("email", text), ("requested_at", timestamptz), ("status", text),
-                                     ("attempts", integer), ("next_attempt_at", timestamptz), ("sent_at", timestamptz),
-                                     ("last_error", text)]),
-        ("communities", [("id", bigintID), ("name", text), ("leader_id", bigintID), ("successor_id", bigintID),
-                         ("is_private", boolean), ("created_at", timestamptz), ("archived_at", timestamptz)]),
-        ("community_members", [("community_id", bigintID), ("user_id", bigintID), ("joined_at", timestamptz)]),
-        ("community_leader_changes", [("id", bigintID), ("community_id", bigintID), ("previous_leader_id", bigintID),
-                                      ("new_leader_id", bigintID), ("reason", text), ("chosen_by", text),
-                                      ("changed_at", timestamptz), ("run_id", bigintID)]),
-    ].flatMap { table, columns in columns.map { Expected(table: table, column: $0.0, types: $0.1) } }
+        init(_ name: String, _ columns: KeyValuePairs<String, ColumnType>) {
+            self.name = name
+            self.columns = columns.map { ($0.key, $0.value) }
+        }
+    }
 
-    /// One line per problem, e.g. `posts.likes is missing` or `posts.likes has type text, expected integer`.
-    public static func problems(_ connection: Connection, appSchema: String) throws -> [String] {
+    /// What `check` found: `problems` concern an enabled job and make it fail;
+    /// `warnings` concern only disabled jobs (they would fail once enabled).
+    public struct Findings: Sendable {
+        public var problems: [String] = []
+        public var warnings: [String] = []
+    }
+
+    /// One line per missing table or column, or column of the wrong type, e.g.
+    /// `column public.posts.likes is missing (expected integer)`. `enabled` are the
+    /// built-in jobs that run; the columns only other jobs rely on give warnings.
+    public static func check(
+        _ connection: Connection, appSchema: String,
+        enabled: Set<BuiltInJob> = Set(BuiltInJob.allCases)
+    ) throws -> Findings {
         // The catalog, not information_schema: that shows only the columns the role
         // has rights on, and a restricted worker role has few.
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.relname AS table_name, a.attname AS column_name,
                    format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS data_type
             FROM pg_attribute a
@@ -48,26 +52,79 @@ public enum SchemaCheck {
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_type t ON t.oid = a.atttypid
             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f') AND a.attnum > 0 AND NOT a.attisdropped
-            """, appSchema).rows
+            """, appSchema
+        ).rows
         var actual: [String: String] = [:]
         for row in rows {
             actual["\(row["table_name"] ?? "").\(row["column_name"] ?? "")"] = row["data_type"] ?? ""
         }
         let tables = Set(rows.compactMap { $0["table_name"] })
-        var problems: [String] = []
-        for table in Set(expected.map(\.table)).sorted() where !tables.contains(table) {
-            problems.append("table \(appSchema).\(table) is missing")
+        let expected = Expectations(BuiltInJob.allCases)
+        var findings = Findings()
+        func report(_ problem: String, users: [BuiltInJob]) {
+            if users.contains(where: enabled.contains) {
+                findings.problems.append(problem)
+            } else {
+                let names = users.map(\.rawValue).joined(separator: ", ")
+                findings.warnings.append(
+                    "\(problem); used only by \(names), \(users.count == 1 ? "which is" : "which are") disabled")
+            }
         }
-        for column in expected where tables.contains(column.table) {
-            let name = "\(column.table).\(column.column)"
+        for table in expected.tables.sorted() where !tables.contains(table) {
+            report("table \(appSchema).\(table) is missing", users: expected.jobs(usingTable: table))
+        }
+        for column in expected.columns where tables.contains(column.table) {
+            let name = "\(column.table).\(column.name)"
+            let accepted = column.type.accepted.sorted()
             guard let type = actual[name] else {
-                problems.append("column \(appSchema).\(name) is missing (expected \(column.types.sorted().first!))")
+                report("column \(appSchema).\(name) is missing (expected \(accepted.first!))", users: column.jobs)
                 continue
             }
-            if !column.types.contains(type) {
-                problems.append("column \(appSchema).\(name) has type \(type), expected \(column.types.sorted().joined(separator: " or "))")
+            if !column.type.accepted.contains(type) {
+                report(
+                    "column \(appSchema).\(name) has type \(type), expected \(accepted.joined(separator: " or "))",
+                    users: column.jobs)
             }
         }
-        return problems
+        return findings
+    }
+
+    /// The columns `jobs` rely on, each once (in catalogue order) with the jobs that rely on it.
+    struct Expectations {
+        struct Column {
+            let table: String
+            let name: String
+            let type: ColumnType
+            var jobs: [BuiltInJob]
+        }
+
+        private(set) var columns: [Column] = []
+
+        init(_ jobs: [BuiltInJob]) {
+            var index: [String: Int] = [:]
+            for job in jobs {
+                for table in job.appColumns {
+                    for (name, type) in table.columns {
+                        let key = "\(table.name).\(name)"
+                        if let existing = index[key] {
+                            columns[existing].jobs.append(job)
+                        } else {
+                            index[key] = columns.count
+                            columns.append(Column(table: table.name, name: name, type: type, jobs: [job]))
+                        }
+                    }
+                }
+            }
+        }
+
+        var tables: Set<String> { Set(columns.map(\.table)) }
+
+        func jobs(usingTable table: String) -> [BuiltInJob] {
+            var found: [BuiltInJob] = []
+            for column in columns where column.table == table {
+                for job in column.jobs where !found.contains(job) { found.append(job) }
+            }
+            return found
+        }
     }
 }

@@ -46,160 +46,19 @@ struct ExpireContent: Job {
     static let sweepLockTimeout: Duration = .milliseconds(50)
 
     func run(_ context: JobContext) throws -> JobStats {
-        let queries = ExpireContentQueries(schema: context.schema, settings: settings)
-        if context.dryRun { return try preview(context, queries) }
-        var progress = Progress()
-        try expirePacks(context, queries, &progress)
-        if !context.shouldStop {
-            let backlog = BacklogCheck { try sweepDecision(context, queries) }
-            try expirePostsByIndex(context, queries, backlog, &progress)
-            if case .sweep(let pages) = backlog.decision {
-                try sweepPosts(context, queries, pages: pages, &progress)
-            }
-        }
-        progress.stats.add("wal_bytes", Int(context.walBytes))
-        return try context.finish(progress.stats)
+        let pass = ExpireContentPass(settings: settings, context: context)
+        try pass.run()
+        return pass.counters.stats
     }
 
-    /// Counts what a real run would delete now, changing nothing.
-    private func preview(_ context: JobContext, _ queries: ExpireContentQueries) throws -> JobStats {
-        let row = try context.inBatch { connection in
-            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)]).first
-        }
-        return JobStats([("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0)])
-    }
-
-    // MARK: Packs and the index path
-
-    private func expirePacks(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress) throws {
-        try keysetBatches(context, select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
-                          parameters: queries.packParameters, blockedCounter: "packs_blocked", progress: &progress) { true }
-    }
-
-    /// Posts past the maximum lifetime, then the buckets. Stops early when `backlog`
-    /// decides for the page sweep (asked once, after the first full batch).
-    private func expirePostsByIndex(_ context: JobContext, _ queries: ExpireContentQueries,
-                                    _ backlog: BacklogCheck, _ progress: inout Progress) throws {
-        try keysetBatches(context, select: queries.selectPostsPastMaximum, delete: queries.deletePosts,
-                          parameters: queries.lifetimeParameters, progress: &progress, backlog.staysOnIndexPath)
-        guard !context.shouldStop, !backlog.choseSweep else { return }
-        if settings.postFullPopularity <= ExpireContentQueries.maximumBuckets {
-            try bucketBatches(context, queries, &progress, backlog.staysOnIndexPath)
-        } else {
-            try keysetBatches(context, select: queries.selectDuePosts, delete: queries.deletePosts,
-                              parameters: queries.lifetimeParameters, progress: &progress, backlog.staysOnIndexPath)
-        }
-    }
-
-    /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
-    /// After a full batch, `continueAfterFullBatch` says whether to go on.
-    private func keysetBatches(_ context: JobContext, select: String, lock: String? = nil, delete: String,
-                               parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
-                               progress: inout Progress,
-                               _ continueAfterFullBatch: () throws -> Bool) throws {
-        var cursor = KeysetCursor.start
-        while !context.shouldStop {
-            let statement = Connection.Statement(select, parameters + [cursor.createdAt, cursor.id, context.job.batchSize])
-            let candidates = try batch(context, select: statement, lock: lock, delete: delete, parameters: parameters,
-                                       blockedCounter: blockedCounter, progress: &progress) { rows in
-                if let last = rows.last, let created = last["created_at"], let id = last.int64("id") {
-                    cursor = KeysetCursor(createdAt: created, id: id)
-                }
-                return rows.compactMap { $0.int64("id") }
-            }
-            if candidates < context.job.batchSize { break }
-            guard try continueAfterFullBatch() else { break }
-            context.pauseBetweenBatches()
-        }
-    }
-
-    /// Batches of due posts found bucket by bucket; what is returned is due, so each
-    /// batch starts afresh, leaving out the posts this run found blocked.
-    private func bucketBatches(_ context: JobContext, _ queries: ExpireContentQueries, _ progress: inout Progress,
-                               _ continueAfterFullBatch: () throws -> Bool) throws {
-        while !context.shouldStop {
-            let statement = Connection.Statement(queries.selectPostsByBucket,
-                                                 queries.lifetimeParameters + [context.job.batchSize,
-                                                                               context.blockedIDs("posts_blocked")])
-            let candidates = try batch(context, select: statement, delete: queries.deletePosts,
-                                       parameters: queries.lifetimeParameters, blockedCounter: "posts_blocked",
-                                       progress: &progress) { rows in
-                rows.compactMap { $0.int64("id") }
-            }
-            if candidates < context.job.batchSize { break }
-            guard try continueAfterFullBatch() else { break }
-            context.pauseBetweenBatches()
-        }
-    }
-
-    /// One transaction: `select` and lock candidates (sent with the transaction's start),
-    /// `lock` what their deadline depends on (with the candidates as `$1`), delete those
-    /// still due. When a row the app holds or protects (a lock, a foreign key, a
-    /// trigger) fails the batch, it is redone one row at a time: the rows that fail
-    /// again are counted under `blockedCounter` and wait for the next run. Returns
-    /// how many candidates there were.
-    private func batch(_ context: JobContext, select: Connection.Statement, lock: String? = nil, delete: String,
-                       parameters: [any PostgresBindable], blockedCounter: String, progress: inout Progress,
-                       candidatesIn: ([Row]) -> [Int64]) throws -> Int {
-        var candidates: [Int64] = []
-        let started = ContinuousClock.now
-        let deleteStillDue = { (connection: Connection, ids: [Int64]) throws -> Deleted in
-            if let lock { try connection.query(lock, PostgresArray(ids)) }
-            return try Deleted(connection.query(delete, parameters + [PostgresArray(ids)]).first)
-        }
-        do {
-            let deleted = try context.inBatch(first: select) { selected, connection in
-                candidates = candidatesIn(selected.rows)
-                guard !candidates.isEmpty else { return Deleted() }
-                return try deleteStillDue(connection, candidates)
-            }
-            progress.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
-        } catch let error as PostgresError where error.isRowLevel && !candidates.isEmpty {
-            context.logger.debug("a row refused the batch; retrying it row by row",
-                                 metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
-            for deleted in try context.oneByOne(candidates, counter: blockedCounter, { try deleteStillDue($0, [$1]) }) {
-                progress.record(deleted, batch: nil)
-            }
-        }
-        return candidates.count
-    }
-
-    // MARK: The page sweep
-
-    /// Samples the heap: the sweep when much of a large table is due, else the index path.
-    private func sweepDecision(_ context: JobContext, _ queries: ExpireContentQueries) throws -> PostPath {
-        let pages = try heapPages(context)
-        return try shouldSweep(context, queries, pages: pages) ? .sweep(pages: pages) : .index
-    }
-
-    /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
-    private func heapPages(_ context: JobContext) throws -> Int64 {
-        try context.connection.query("""
-            SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages
-            """, context.schema + ".posts").first?.int64("pages") ?? 0
-    }
-
-    /// True when a sample of `posts` says much of it is due: then a sweep over its pages wins.
-    private func shouldSweep(_ context: JobContext, _ queries: ExpireContentQueries, pages size: Int64) throws -> Bool {
-        let s = context.schema
-        guard size >= Self.sweepMinimumPages else { return false }
-        // A fixed number of pages spread over the heap, read by a TID scan: the cost
-        // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
-        let sample = try context.inBatch { connection in
-            // With ~1,600 addresses the planner prices the TID scan above a sequential
-            // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
-            try connection.execute(script: "SET LOCAL enable_seqscan = off")
-            return try connection.query("""
-                SELECT count(*) AS sampled,
-                       count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
-                FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
-                """, queries.lifetimeParameters + [Self.sampleRows(pages: size)]).first
-        }
-        let sampled = Double(sample?.int("sampled") ?? 0)
-        guard sampled > 0 else { return false }
-        let share = Double(sample?.int("due") ?? 0) / sampled
-        context.logger.debug("sampled posts", metadata: ["pages": "\(size)", "due_share": "\(share)"])
-        return share >= Self.sweepMinimumDueShare
+    /// How to delete posts from a heap of `pages` pages, of whose sampled rows
+    /// `due` are due: the page sweep when the table is large and at least
+    /// `sweepMinimumDueShare` of it is due, else the index path.
+    static func postPath(pages: Int64, sampled: Int, due: Int) -> PostPath {
+        guard pages >= sweepMinimumPages, sampled > 0,
+            Double(due) / Double(sampled) >= sweepMinimumDueShare
+        else { return .index }
+        return .sweep(pages: pages)
     }
 
     /// Row addresses on `samplePages` pages spread evenly over a heap of `pages` pages,
@@ -212,63 +71,254 @@ struct ExpireContent: Job {
         return "{" + addresses.joined(separator: ",") + "}"
     }
 
-    /// Deletes due posts range by range over the heap, each range one transaction
-    /// of at most `batch_size` pages (the "equivalent bound on the table pages it
-    /// visits" of SPEC §3, used only when much of the table is due), sized so that
-    /// one takes about `sweepTargetDuration`.
-    private func sweepPosts(_ context: JobContext, _ queries: ExpireContentQueries, pages: Int64,
-                            _ progress: inout Progress) throws {
-        var range = SweepRange(maximumPages: Int64(max(1, context.job.batchSize)),
-                               walLimit: context.job.maxWALRate.map { Self.sweepWALLimit(rate: $0, batchPause: context.job.batchPause) })
-        progress.stats.add("swept_pages", 0)
-        if settings.compressWAL, let method = context.compressFullPageImages() {
-            context.logger.debug("the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
-        }
-        var first: Int64 = 0
-        while first < pages, !context.shouldStop {
-            let last = first + range.pages
-            let started = ContinuousClock.now
-            let waitedForLocks = try sweepRange(context, queries, from: first, to: last, progress: &progress)
-            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: context.lastBatchWAL) }
-            progress.stats.add("swept_pages", Int(min(last, pages) - first))
-            first = last
-            context.pauseBetweenBatches()
-        }
-    }
-
     /// The WAL one sweep range may write under a budget of `rate` bytes per second:
     /// `sweepRangeWAL`, or what the budget allows in one `batch_pause` when that is
     /// more (low-footprint mode pauses 100 ms after every range anyway).
     static func sweepWALLimit(rate: Int64, batchPause: Duration = .zero) -> Int64 {
         max(sweepRangeWAL, Int64(Double(rate) * Double(batchPause.microseconds) / 1_000_000))
     }
+}
+
+/// One run of `expire-content`: its context, queries and counters.
+private final class ExpireContentPass {
+    let settings: ExpireContentSettings
+    let context: JobContext
+    let queries: ExpireContentQueries
+    var counters = ExpireContentCounters()
+
+    init(settings: ExpireContentSettings, context: JobContext) {
+        self.settings = settings
+        self.context = context
+        queries = ExpireContentQueries(schema: context.schema, settings: settings)
+    }
+
+    func run() throws {
+        if context.dryRun { return try preview() }
+        try expirePacks()
+        if !context.recordStopIfDue() {
+            let backlog = BacklogCheck { try self.sweepDecision() }
+            try expirePostsByIndex(backlog)
+            if case .sweep(let pages) = backlog.decision {
+                try sweepPosts(pages: pages)
+            }
+        }
+        counters.stats.add("wal_bytes", Int(context.walBytes))
+    }
+
+    /// Counts what a real run would delete now, changing nothing.
+    private func preview() throws {
+        let row = try context.inBatch { connection in
+            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)])
+                .first
+        }
+        counters.stats = JobStats([
+            ("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0),
+        ])
+    }
+
+    // MARK: Packs and the index path
+
+    private func expirePacks() throws {
+        try keysetBatches(
+            select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
+            parameters: queries.packParameters, blockedCounter: "packs_blocked"
+        ) { true }
+    }
+
+    /// Posts past the maximum lifetime, then the buckets. Stops early when `backlog`
+    /// decides for the page sweep (asked once, after the first full batch).
+    private func expirePostsByIndex(_ backlog: BacklogCheck) throws {
+        try keysetBatches(
+            select: queries.selectPostsPastMaximum, delete: queries.deletePosts,
+            parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
+        guard !context.recordStopIfDue(), !backlog.choseSweep else { return }
+        if settings.postFullPopularity <= ExpireContentQueries.maximumBuckets {
+            try bucketBatches(backlog.staysOnIndexPath)
+        } else {
+            try keysetBatches(
+                select: queries.selectDuePosts, delete: queries.deletePosts,
+                parameters: queries.lifetimeParameters, backlog.staysOnIndexPath)
+        }
+    }
+
+    /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
+    /// After a full batch, `continueAfterFullBatch` says whether to go on.
+    private func keysetBatches(
+        select: String, lock: String? = nil, delete: String,
+        parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
+        _ continueAfterFullBatch: () throws -> Bool
+    ) throws {
+        var cursor = KeysetCursor(orderedBy: "created_at")
+        try context.repeatBatches(continueAfterFullBatch: continueAfterFullBatch) {
+            let statement = Connection.Statement(select, parameters + cursor.parameters + [context.job.batchSize])
+            return try batch(
+                select: statement, lock: lock, delete: delete, parameters: parameters,
+                blockedCounter: blockedCounter
+            ) { rows in
+                cursor.advance(past: rows)
+                return rows.compactMap { $0.int64("id") }
+            }
+        }
+    }
+
+    /// Batches of due posts found bucket by bucket; what is returned is due, so each
+    /// batch starts afresh, leaving out the posts this run found blocked.
+    private func bucketBatches(_ continueAfterFullBatch: () throws -> Bool) throws {
+        try context.repeatBatches(continueAfterFullBatch: continueAfterFullBatch) {
+            let statement = Connection.Statement(
+                queries.selectPostsByBucket,
+                queries.lifetimeParameters + [
+                    context.job.batchSize,
+                    context.blockedIDs("posts_blocked"),
+                ])
+            return try batch(
+                select: statement, delete: queries.deletePosts, parameters: queries.lifetimeParameters,
+                blockedCounter: "posts_blocked"
+            ) { rows in
+                rows.compactMap { $0.int64("id") }
+            }
+        }
+    }
+
+    /// One transaction: `select` and lock candidates (sent with the transaction's start),
+    /// `lock` what their deadline depends on (with the candidates as `$1`), delete those
+    /// still due. When a row the app holds or protects (a lock, a foreign key, a
+    /// trigger) fails the batch, it is redone one row at a time: the rows that fail
+    /// again are counted under `blockedCounter` and wait for the next run. Returns
+    /// how many candidates there were.
+    private func batch(
+        select: Connection.Statement, lock: String? = nil, delete: String,
+        parameters: [any PostgresBindable], blockedCounter: String,
+        candidatesIn: ([Row]) -> [Int64]
+    ) throws -> Int {
+        var candidates: [Int64] = []
+        let started = ContinuousClock.now
+        let deleteStillDue = { (connection: Connection, ids: [Int64]) throws -> DeletedRows in
+            if let lock { try connection.query(lock, PostgresArray(ids)) }
+            return try DeletedRows(connection.query(delete, parameters + [PostgresArray(ids)]).first)
+        }
+        do {
+            let deleted = try context.inBatch(first: select) { selected, connection in
+                candidates = candidatesIn(selected.rows)
+                guard !candidates.isEmpty else { return DeletedRows() }
+                return try deleteStillDue(connection, candidates)
+            }
+            counters.record(deleted, batch: candidates.isEmpty ? nil : ContinuousClock.now - started)
+        } catch let error as PostgresError where error.isRowLevel && !candidates.isEmpty {
+            context.logger.debug(
+                "a row refused the batch; retrying it row by row",
+                metadata: ["rows": "\(candidates.count)", "error": "\(error)"])
+            for deleted in try context.oneByOne(candidates, counter: blockedCounter, { try deleteStillDue($0, [$1]) }) {
+                counters.record(deleted, batch: nil)
+            }
+        }
+        return candidates.count
+    }
+
+    // MARK: The page sweep
+
+    /// Samples the heap of a large table: the sweep when much of it is due, else the index path.
+    private func sweepDecision() throws -> PostPath {
+        let pages = try heapPages()
+        guard pages >= ExpireContent.sweepMinimumPages else { return .index }
+        let sample = try sampleDuePosts(pages: pages)
+        if sample.sampled > 0 {
+            context.logger.debug(
+                "sampled posts",
+                metadata: [
+                    "pages": "\(pages)", "due_share": "\(Double(sample.due) / Double(sample.sampled))",
+                ])
+        }
+        return ExpireContent.postPath(pages: pages, sampled: sample.sampled, due: sample.due)
+    }
+
+    /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
+    private func heapPages() throws -> Int64 {
+        try context.connection.query(
+            """
+            SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages
+            """, context.schema + ".posts"
+        ).first?.int64("pages") ?? 0
+    }
+
+    /// How many posts a sample of the heap's `pages` pages found, and how many of them are due.
+    private func sampleDuePosts(pages: Int64) throws -> (sampled: Int, due: Int) {
+        let s = context.schema
+        // A fixed number of pages spread over the heap, read by a TID scan: the cost
+        // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
+        let sample = try context.inBatch { connection in
+            // With ~1,600 addresses the planner prices the TID scan above a sequential
+            // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
+            try connection.execute(script: "SET LOCAL enable_seqscan = off")
+            return try connection.query(
+                """
+                SELECT count(*) AS sampled,
+                       count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
+                FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
+                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
+            ).first
+        }
+        return (sample?.int("sampled") ?? 0, sample?.int("due") ?? 0)
+    }
+
+    /// Deletes due posts range by range over the heap, each range one transaction
+    /// of at most `batch_size` pages (the "equivalent bound on the table pages it
+    /// visits" of SPEC §3, used only when much of the table is due), sized so that
+    /// one takes about `sweepTargetDuration`.
+    private func sweepPosts(pages: Int64) throws {
+        let job = context.job
+        var range = SweepRange(
+            maximumPages: Int64(max(1, job.batchSize)),
+            walLimit: job.maxWALRate.map { ExpireContent.sweepWALLimit(rate: $0, batchPause: job.batchPause) })
+        counters.stats.add("swept_pages", 0)
+        if settings.compressWAL, let method = context.compressFullPageImages() {
+            context.logger.debug(
+                "the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
+        }
+        var first: Int64 = 0
+        while first < pages, !context.recordStopIfDue() {
+            let last = first + range.pages
+            let started = ContinuousClock.now
+            let waitedForLocks = try sweepRange(from: first, to: last)
+            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: context.lastBatchWAL) }
+            counters.stats.add("swept_pages", Int(min(last, pages) - first))
+            first = last
+            context.pauseBetweenBatches()
+        }
+    }
 
     /// Returns true when the range met rows the app holds (its time then says nothing
     /// about its size). A range refused by a row the app protects (a foreign key, a
     /// trigger) is redone one due post at a time, the refused ones counted as blocked.
-    private func sweepRange(_ context: JobContext, _ queries: ExpireContentQueries, from first: Int64, to last: Int64,
-                            progress: inout Progress) throws -> Bool {
+    private func sweepRange(from first: Int64, to last: Int64) throws -> Bool {
         let parameters = queries.lifetimeParameters + [first, last]
         let started = ContinuousClock.now
         do {
             do {
-                let deleted = try context.inBatch(lockTimeout: min(context.job.lockTimeout, Self.sweepLockTimeout),
-                                                  statement: queries.deletePostsOnPages, parameters).affectedRows
-                progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+                let deleted = try context.inBatch(
+                    lockTimeout: min(context.job.lockTimeout, ExpireContent.sweepLockTimeout),
+                    statement: queries.deletePostsOnPages, parameters
+                ).affectedRows
+                counters.record(DeletedRows(posts: deleted), batch: ContinuousClock.now - started)
                 return false
             } catch let error as PostgresError where error.isLockNotAvailable {
-                let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters).affectedRows
-                progress.record(Deleted(posts: deleted), batch: ContinuousClock.now - started)
+                let deleted = try context.inBatch(statement: queries.deleteUnlockedPostsOnPages, parameters)
+                    .affectedRows
+                counters.record(DeletedRows(posts: deleted), batch: ContinuousClock.now - started)
                 return true
             }
         } catch let error as PostgresError where error.isRowLevel {
-            context.logger.debug("a row refused the page range; retrying it row by row",
-                                 metadata: ["first_page": "\(first)", "error": "\(error)"])
-            let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap { $0.int64("id") }
-            let deleted = try context.oneByOne(due, counter: "posts_blocked") { connection, id in
-                Deleted(try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
+            context.logger.debug(
+                "a row refused the page range; retrying it row by row",
+                metadata: ["first_page": "\(first)", "error": "\(error)"])
+            let due = try context.inBatch(statement: queries.selectDuePostsOnPages, parameters).rows.compactMap {
+                $0.int64("id")
             }
-            for one in deleted { progress.record(one, batch: nil) }
+            let deleted = try context.oneByOne(due, counter: "posts_blocked") { connection, id in
+                DeletedRows(
+                    try connection.query(queries.deletePosts, queries.lifetimeParameters + [PostgresArray([id])]).first)
+            }
+            for one in deleted { counters.record(one, batch: nil) }
             return true
         }
     }
@@ -333,7 +383,7 @@ final class BacklogCheck {
 }
 
 /// Rows a batch deleted.
-struct Deleted {
+struct DeletedRows {
     var packs = 0
     var posts = 0
 
@@ -347,13 +397,16 @@ struct Deleted {
     }
 }
 
-/// Counters plus the durations of the batches, for the `batch_p99_ms` / `batch_max_ms` stats.
-struct Progress {
-    var stats = JobStats([("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
-                          ("batches", 0)])
+/// A run's counters, with the durations of its batches for the `batch_p99_ms` /
+/// `batch_max_ms` stats.
+struct ExpireContentCounters {
+    var stats = JobStats([
+        ("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
+        ("batches", 0),
+    ])
     private var batchMilliseconds = MillisecondHistogram()
 
-    mutating func record(_ deleted: Deleted, batch duration: Duration?) {
+    mutating func record(_ deleted: DeletedRows, batch duration: Duration?) {
         stats.add("packs_deleted", deleted.packs)
         stats.add("posts_deleted", deleted.posts)
         guard let duration else { return }
@@ -411,11 +464,4 @@ extension Array {
         }
         return low
     }
-}
-
-/// Where the previous batch stopped, in `(created_at, id)` order.
-struct KeysetCursor: Sendable {
-    var createdAt: String
-    var id: Int64
-    static let start = KeysetCursor(createdAt: "-infinity", id: Int64.min)
 }

@@ -40,10 +40,14 @@ struct ExpireContentQueries {
     let preview: String
 
     init(schema s: String, settings: ExpireContentSettings) {
-        lifetimeParameters = [settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
-                              Double(settings.postFullPopularity)]
-        packParameters = [settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
-                          Double(settings.packFullPopularity)]
+        lifetimeParameters = [
+            settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
+            Double(settings.postFullPopularity),
+        ]
+        packParameters = [
+            settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
+            Double(settings.packFullPopularity),
+        ]
         let postDue = "s.created_at + \(Self.lifetime(of: "s.likes")) <= now()"
         // A pack is due when its popularity is at most `full × (age − min) ÷ (max − min)`
         // (`packThreshold`), so members and likes are counted only until they pass it:

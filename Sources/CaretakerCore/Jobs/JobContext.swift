@@ -16,8 +16,10 @@ public final class JobContext: @unchecked Sendable {
     /// The WAL budget and replica lag the batches keep (`WritePacer.swift`).
     let pacer: WritePacer
 
-    public init(connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
-                runID: Int64, logger: Logger, stopRequested: @escaping @Sendable () -> Bool = { false }) {
+    public init(
+        connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
+        runID: Int64, logger: Logger, stopRequested: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.connection = connection
         self.job = job
         self.schema = schema
@@ -28,34 +30,82 @@ public final class JobContext: @unchecked Sendable {
         pacer = WritePacer(job: job, logger: logger)
     }
 
-    private var stoppedForShutdown = false
+    // MARK: Stopping early
 
-    /// True when the run should stop between batches: `max_runtime` passed, or the worker is shutting down.
-    /// Ask it only when there is more work to do: a `true` for shutdown marks the run interrupted.
-    public var shouldStop: Bool {
-        if isShuttingDown {
-            stoppedForShutdown = true
-            return true
-        }
-        return ContinuousClock.now - startedAt >= job.maxRuntime
+    /// Why a run left work undone.
+    public enum StopReason: Sendable, Equatable {
+        /// `max_runtime` passed: the run still succeeds, the rest waits for the next one.
+        case maxRuntime
+        /// The worker is shutting down: the runner records the run `interrupted`.
+        case shutdown
     }
 
-    /// True when the run left work undone because the worker is shutting down (the run is then `interrupted`).
-    public var wasInterrupted: Bool { stoppedForShutdown }
+    /// Why the run stopped with work left, once `recordStopIfDue()` said so; `nil`
+    /// while it has not. The runner reads it when the job returns.
+    public private(set) var stoppedFor: StopReason?
+
+    /// True when the run should stop here, between two pieces of work: `max_runtime`
+    /// passed, or the worker is shutting down. It then records why (`stoppedFor`).
+    /// Ask it only when there is more work to do: a stop for shutdown makes the run
+    /// `interrupted`.
+    public func recordStopIfDue() -> Bool {
+        if isShuttingDown {
+            stoppedFor = .shutdown
+            return true
+        }
+        guard ContinuousClock.now - startedAt >= job.maxRuntime else { return false }
+        if stoppedFor == nil { stoppedFor = .maxRuntime }
+        return true
+    }
 
     /// True when the worker is shutting down (the run then ends `interrupted`).
     public var isShuttingDown: Bool { stopRequested() }
+
+    /// The loop of a batched job: batch, count, stop when short, pause between
+    /// batches, stop when due. Before each batch it asks `recordStopIfDue()`; `batch`
+    /// runs one batch and returns how many rows it handled (or candidates it
+    /// looked at). Fewer than `batch_size` means nothing more waits, and the loop
+    /// ends; after a full one `continueAfterFullBatch` may end it too
+    /// (expire-content's switch to its page sweep), else the job's pause
+    /// (`pauseBetweenBatches()`) comes before the next.
+    public func repeatBatches(
+        continueAfterFullBatch: () throws -> Bool = { true },
+        _ batch: () throws -> Int
+    ) rethrows {
+        while !recordStopIfDue() {
+            guard try batch() >= job.batchSize, try continueAfterFullBatch() else { return }
+            pauseBetweenBatches()
+        }
+    }
+
+    // MARK: Transactions
 
     /// Runs one batch in a short transaction with the job's timeouts set locally
     /// (`lockTimeout` overrides the job's `lock_timeout` for this batch). One round
     /// trip opens the transaction and sets the timeouts.
     public func inBatch<T>(lockTimeout: Duration? = nil, _ body: (Connection) throws -> T) throws -> T {
+        var value: T?
+        try inTransaction(lockTimeout: lockTimeout) { connection in
+            value = try body(connection)
+            return .commit
+        }
+        return value!  // set: the transaction committed
+    }
+
+    /// A batch whose body says how it ends, as GRDB's `inTransaction` does: `.commit`
+    /// commits it like `inBatch`, `.rollback` undoes it (a dry run that measures by
+    /// doing). An error rolls it back too.
+    public func inTransaction(
+        lockTimeout: Duration? = nil,
+        _ body: (Connection) throws -> TransactionCompletion
+    ) throws {
         try rollingBackOnError {
             let started = ContinuousClock.now
             let opened = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout)])
-            let value = try body(connection)
-            try commit(from: opened[1], startedAt: started)
-            return value
+            switch try body(connection) {
+            case .commit: try commit(from: opened[1], startedAt: started)
+            case .rollback: try connection.query("ROLLBACK")
+            }
         }
     }
 
@@ -63,12 +113,16 @@ public final class JobContext: @unchecked Sendable {
     /// trip: `BEGIN`, the batch's settings (`set_config(…, true)`, i.e. `SET LOCAL`),
     /// the statement, the WAL position and `COMMIT` as one libpq pipeline. Returns
     /// the statement's result.
-    public func inBatch(lockTimeout: Duration? = nil, statement sql: String,
-                        _ parameters: [any PostgresBindable]) throws -> QueryResult {
+    public func inBatch(
+        lockTimeout: Duration? = nil, statement sql: String,
+        _ parameters: [any PostgresBindable]
+    ) throws -> QueryResult {
         try rollingBackOnError {
             let started = ContinuousClock.now
-            let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
-                                                   .init(WritePacer.walPosition), .init("COMMIT")])
+            let results = try connection.pipeline([
+                .init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
+                .init(WritePacer.walPosition), .init("COMMIT"),
+            ])
             pacer.book(from: results[1], to: results[3], startedAt: started)
             return results[2]
         }
@@ -77,8 +131,10 @@ public final class JobContext: @unchecked Sendable {
     /// A batch whose first statement goes in the same round trip as `BEGIN` and the
     /// timeouts; `body` gets its result, may run more statements, and the batch commits
     /// when it returns. A run with nothing to do then costs two round trips per batch.
-    public func inBatch<T>(lockTimeout: Duration? = nil, first: Connection.Statement,
-                           _ body: (QueryResult, Connection) throws -> T) throws -> T {
+    public func inBatch<T>(
+        lockTimeout: Duration? = nil, first: Connection.Statement,
+        _ body: (QueryResult, Connection) throws -> T
+    ) throws -> T {
         try rollingBackOnError {
             let started = ContinuousClock.now
             let results = try connection.pipeline([.init("BEGIN"), batchStart(lockTimeout), first])
@@ -103,7 +159,8 @@ public final class JobContext: @unchecked Sendable {
     private func batchStart(_ lockTimeout: Duration?) -> Connection.Statement {
         var parameters: [any PostgresBindable] = [
             Self.milliseconds(job.statementTimeout), Self.milliseconds(lockTimeout ?? job.lockTimeout),
-            Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout))]
+            Self.milliseconds(min(job.statementTimeout * 2, JobConfiguration.longestTimeout)),
+        ]
         var settings = ""
         if !job.synchronousCommit {
             parameters.append("off")
@@ -117,7 +174,8 @@ public final class JobContext: @unchecked Sendable {
             parameters.append(WritePacer.backendFlushAfter)
             settings += ", set_config('backend_flush_after', $\(parameters.count), true)"
         }
-        return .init("""
+        return .init(
+            """
             SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),
                    set_config('idle_in_transaction_session_timeout', $3, true)\(settings),
                    pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
@@ -172,10 +230,12 @@ public final class JobContext: @unchecked Sendable {
     /// them failed on a row-level cause: a row that fails again (the commit
     /// included) is counted under `counter` and left for the next run, the others
     /// go ahead. Returns what `change` returned for the rows that committed.
-    public func oneByOne<ID: CustomStringConvertible, Result>(_ ids: [ID], counter: String,
-                                                              _ change: (Connection, ID) throws -> Result) throws -> [Result] {
+    public func oneByOne<ID: CustomStringConvertible, Result>(
+        _ ids: [ID], counter: String,
+        _ change: (Connection, ID) throws -> Result
+    ) throws -> [Result] {
         var committed: [Result] = []
-        for id in ids where !shouldStop {
+        for id in ids where !recordStopIfDue() {
             do {
                 committed.append(try inBatch { try change($0, id) })
             } catch let error as PostgresError where error.isRowLevel {
@@ -185,16 +245,38 @@ public final class JobContext: @unchecked Sendable {
         return committed
     }
 
+    /// One batch that changes up to `batch_size` rows with the single statement
+    /// `change`. When a row the app protects refuses it, the batch again one row
+    /// at a time (`oneByOne`): `candidates`, with the same parameters, selects the
+    /// batch's keys (its first column), and `changeOne` changes one of them. Returns
+    /// how many rows the batch looked at (what `repeatBatches` wants) and how many
+    /// it changed.
+    public func changeBatch(
+        _ change: String, orOneByOne candidates: String, _ parameters: [any PostgresBindable],
+        counter: String, _ changeOne: (Connection, String) throws -> Int
+    )
+        throws -> (handled: Int, changed: Int)
+    {
+        do {
+            let changed = try inBatch { try $0.query(change, parameters).affectedRows }
+            return (changed, changed)
+        } catch let error as PostgresError where error.isRowLevel {
+            let keys = try inBatch { try $0.query(candidates, parameters).rows.compactMap { $0[0] } }
+            let changed = try oneByOne(keys, counter: counter, changeOne)
+            return (keys.count, changed.reduce(0, +))
+        }
+    }
+
     /// The ids counted under `counter` so far, as an array parameter for a query to
     /// leave them out (`id <> ALL($n)`: PostgreSQL takes the type from `id`).
     public func blockedIDs(_ counter: String) -> PostgresArray {
         PostgresArray(blocked.ids(counter))
     }
 
-    /// The end of every run: `stats` with the blocked-row counters, one warning
-    /// naming the causes when rows were blocked, and `JobInterrupted` when the
-    /// worker is shutting down and work was left.
-    public func finish(_ stats: JobStats) throws -> JobStats {
+    /// The end of every run, called by the runner with the stats the job returned:
+    /// adds the blocked-row counters and the time spent throttled or waiting for
+    /// standbys, and logs one warning naming the causes when rows were blocked.
+    func finish(_ stats: JobStats) -> JobStats {
         var stats = stats
         for (counter, count) in blocked.counts { stats.add(counter, count) }
         pacer.addStats(to: &stats)
@@ -203,7 +285,6 @@ public final class JobContext: @unchecked Sendable {
             for (counter, count) in blocked.counts { metadata[counter] = "\(count)" }
             logger.warning("rows the app protects were skipped; they wait for the next run", metadata: metadata)
         }
-        if wasInterrupted { throw JobInterrupted(stats: stats) }
         return stats
     }
 
@@ -262,6 +343,11 @@ public struct BlockedRows: Sendable {
         let what = error.constraint.map { "constraint \($0)" } ?? String(error.message.prefix(120))
         return "\(what) (SQLSTATE \(error.sqlState ?? "?"))"
     }
+}
+
+/// How a transaction body ends its transaction (`JobContext.inTransaction`).
+public enum TransactionCompletion: Sendable {
+    case commit, rollback
 }
 
 /// An array parameter in PostgreSQL's array text form (`{1,2}`, `{"a b","c"}`).

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What can wake a job besides its schedule. The scheduler knows jobs only
 /// through this declaration, never by name.
@@ -34,14 +35,4 @@ public struct DeadlineAnswer: Sendable, Equatable {
         self.stuck = stuck
         self.secondsUntilNext = secondsUntilNext
     }
-}
-
-extension SendTempPasswords {
-    /// The migrations' trigger on `password_reset_requests` NOTIFYs this channel.
-    static let notifyChannel = "caretaker_send_temp_passwords"
-}
-
-extension LeaderSuccession {
-    /// The migrations' triggers on members, communities and users NOTIFY this channel.
-    static let notifyChannel = "caretaker_leader_succession"
 }

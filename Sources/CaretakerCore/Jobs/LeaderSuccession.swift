@@ -44,65 +44,71 @@ struct LeaderSuccession: Job {
     let settings: LeaderSuccessionSettings
 
     func run(_ context: JobContext) throws -> JobStats {
-        let queries = LeaderSuccessionQueries(schema: context.schema)
-        var stats = JobStats([("leaders_appointed", 0), ("communities_archived", 0),
-                              ("communities_skipped", 0), ("communities_blocked", 0), ("inactive_leaders_kept", 0)])
-        var cursor = Int64.min
-        while !context.shouldStop {
-            let batch = try findCandidates(context, queries, after: cursor)
-            for community in batch where !context.shouldStop {
-                record(try settle(community, context, queries), in: &stats)
-            }
-            cursor = batch.last ?? cursor
-            if batch.count < context.job.batchSize { break }
-            context.pauseBetweenBatches()
-        }
-        return try context.finish(stats)
+        let pass = LeaderSuccessionPass(settings: settings, context: context)
+        try pass.run()
+        return pass.stats
+    }
+}
+
+/// One run of `leader-succession`: its context, queries and counters.
+private final class LeaderSuccessionPass {
+    let context: JobContext
+    let queries: LeaderSuccessionQueries
+    /// `leader_inactive_after` in microseconds, or `nil` (sent as NULL) when inactivity is off.
+    let inactiveAfter: Int64?
+    var stats = JobStats([
+        ("leaders_appointed", 0), ("communities_archived", 0),
+        ("communities_skipped", 0), ("communities_blocked", 0), ("inactive_leaders_kept", 0),
+    ])
+
+    init(settings: LeaderSuccessionSettings, context: JobContext) {
+        self.context = context
+        queries = LeaderSuccessionQueries(schema: context.schema)
+        inactiveAfter = settings.leaderInactiveAfter?.microseconds
     }
 
-    /// `leader_inactive_after` in microseconds, or `nil` (sent as NULL) when inactivity is off.
-    private var inactiveAfter: Int64? { settings.leaderInactiveAfter?.microseconds }
+    func run() throws {
+        var cursor = KeysetCursor()
+        try context.repeatBatches {
+            let candidates = try findCandidates(after: cursor)
+            for community in candidates {
+                guard let id = community.int64("id") else { continue }
+                if context.recordStopIfDue() { break }
+                if let counter = try settle(id).counter { stats.add(counter) }
+            }
+            cursor.advance(past: candidates)
+            return candidates.count
+        }
+    }
 
-    /// The next `batch_size` active communities, by id after `cursor`, that look as if they need a leader.
-    private func findCandidates(_ context: JobContext, _ queries: LeaderSuccessionQueries,
-                                after cursor: Int64) throws -> [Int64] {
+    /// The next `batch_size` active communities, by id after `cursor`, that look as if they need a leader → `id`.
+    private func findCandidates(after cursor: KeysetCursor) throws -> [Row] {
         try context.inBatch { connection in
-            try connection.query(queries.findCandidates, cursor, inactiveAfter, context.job.batchSize)
-                .rows.compactMap { $0.int64("id") }
+            try connection.query(queries.findCandidates, cursor.parameters + [inactiveAfter, context.job.batchSize])
+                .rows
         }
     }
 
     // MARK: One community
 
-    /// What settling one community came to.
-    enum Outcome: Equatable {
-        case appointed, archived, healthy, skipped, blocked, inactiveLeaderKept
-    }
-
-    /// The decision for one community, taken under its row lock (no locks in a dry run).
-    struct Decision {
-        let previousLeader: Int64?
-        let reason: String
-        /// `nil`: nobody is eligible.
-        let newLeader: Int64?
-        let chosenBy: String
-    }
-
     /// Settles one community in its own transaction; locks held by the app skip it until the next run.
-    private func settle(_ community: Int64, _ context: JobContext, _ queries: LeaderSuccessionQueries) throws -> Outcome {
+    private func settle(_ community: Int64) throws -> SuccessionOutcome {
         do {
             return try context.inBatch { connection in
-                guard let locked = try lockCommunity(community, connection, queries, dryRun: context.dryRun) else {
-                    return try isActive(community, connection, queries) ? .skipped : .healthy
+                guard let locked = try lockCommunity(community, connection) else {
+                    return try isActive(community, connection) ? .skipped : .healthy
                 }
-                guard let reason = try reason(community, connection, queries) else { return .healthy }
-                let previous = locked.int64("leader_id")
-                guard let decision = try decide(community, previous: previous, reason: reason,
-                                                connection, queries, dryRun: context.dryRun) else {
+                guard let reason = try reason(community, connection) else { return .healthy }
+                let chosen = try chooseLeader(community, connection, onlyActive: reason == "leader_inactive")
+                guard
+                    let decision = SuccessionDecision(
+                        previousLeader: locked.int64("leader_id"), reason: reason,
+                        chosen: chosen)
+                else {
                     return .inactiveLeaderKept
                 }
-                if !context.dryRun { try apply(decision, to: community, connection, queries, runID: context.runID) }
-                log(decision, community: community, context)
+                if !context.dryRun { try apply(decision, to: community, connection) }
+                log(decision, community: community)
                 return decision.newLeader == nil ? .archived : .appointed
             }
         } catch let error as PostgresError where error.isRowLevel {
@@ -113,149 +119,106 @@ struct LeaderSuccession: Job {
 
     /// Locks the community row and returns it while it is still active; `nil` when it
     /// is archived or the app holds it. A dry run reads it without locking.
-    private func lockCommunity(_ community: Int64, _ connection: Connection, _ queries: LeaderSuccessionQueries,
-                               dryRun: Bool) throws -> Row? {
-        try connection.query(dryRun ? queries.readCommunity : queries.lockCommunity, community).first
+    private func lockCommunity(_ community: Int64, _ connection: Connection) throws -> Row? {
+        try connection.query(context.dryRun ? queries.readCommunity : queries.lockCommunity, community).first
     }
 
-    private func isActive(_ community: Int64, _ connection: Connection, _ queries: LeaderSuccessionQueries) throws -> Bool {
+    private func isActive(_ community: Int64, _ connection: Connection) throws -> Bool {
         try connection.query(queries.readCommunity, community).first != nil
     }
 
     /// Why the community needs a new leader, read after locking it; `nil` when it does not (any more).
-    private func reason(_ community: Int64, _ connection: Connection, _ queries: LeaderSuccessionQueries) throws -> String? {
+    private func reason(_ community: Int64, _ connection: Connection) throws -> String? {
         try connection.query(queries.reason, community, inactiveAfter).first?.string("reason")
     }
 
-    /// The new leader (locked `FOR SHARE` unless `dryRun`), an archive when nobody is
-    /// eligible, or `nil` when an inactive leader has no active member to hand over to.
-    private func decide(_ community: Int64, previous: Int64?, reason: String, _ connection: Connection,
-                        _ queries: LeaderSuccessionQueries, dryRun: Bool) throws -> Decision? {
-        let onlyActive = reason == "leader_inactive"
-        let sql = dryRun ? queries.chooseLeader : queries.chooseAndLockLeader
-        if let row = try connection.query(sql, community, inactiveAfter, onlyActive).first,
-           let chosen = row.int64("user_id") {
-            return Decision(previousLeader: previous, reason: reason, newLeader: chosen,
-                            chosenBy: row.bool("is_successor") == true ? "successor" : "seniority")
-        }
-        if onlyActive { return nil }
-        return Decision(previousLeader: previous, reason: reason, newLeader: nil, chosenBy: "none")
+    /// The eligible member to appoint (locked `FOR SHARE` unless in a dry run), `nil` when there is none.
+    private func chooseLeader(
+        _ community: Int64, _ connection: Connection,
+        onlyActive: Bool
+    ) throws -> SuccessionDecision.Candidate? {
+        let sql = context.dryRun ? queries.chooseLeader : queries.chooseAndLockLeader
+        guard let row = try connection.query(sql, community, inactiveAfter, onlyActive).first,
+            let user = row.int64("user_id")
+        else { return nil }
+        return .init(userID: user, isSuccessor: row.bool("is_successor") == true)
     }
 
     /// Appoints the new leader (clearing `successor_id`) or archives, and records the change.
-    private func apply(_ decision: Decision, to community: Int64, _ connection: Connection,
-                       _ queries: LeaderSuccessionQueries, runID: Int64) throws {
+    private func apply(_ decision: SuccessionDecision, to community: Int64, _ connection: Connection) throws {
         let sql = decision.newLeader == nil ? queries.archive : queries.appoint
-        try connection.query(sql, community, decision.previousLeader, decision.newLeader,
-                             decision.reason, decision.chosenBy, runID)
+        try connection.query(
+            sql, community, decision.previousLeader, decision.newLeader,
+            decision.reason, decision.chosenBy, context.runID)
     }
 
-    private func log(_ decision: Decision, community: Int64, _ context: JobContext) {
-        context.logger.info(decision.newLeader == nil ? "community archived: nobody eligible" : "leader appointed",
-                            metadata: [
-                                "community_id": "\(community)",
-                                "previous_leader_id": "\(decision.previousLeader.map(String.init) ?? "none")",
-                                "new_leader_id": "\(decision.newLeader.map(String.init) ?? "none")",
-                                "reason": "\(decision.reason)", "chosen_by": "\(decision.chosenBy)",
-                                "dry_run": "\(context.dryRun)"])
+    private func log(_ decision: SuccessionDecision, community: Int64) {
+        context.logger.info(
+            decision.newLeader == nil ? "community archived: nobody eligible" : "leader appointed",
+            metadata: [
+                "community_id": "\(community)",
+                "previous_leader_id": "\(decision.previousLeader.map(String.init) ?? "none")",
+                "new_leader_id": "\(decision.newLeader.map(String.init) ?? "none")",
+                "reason": "\(decision.reason)", "chosen_by": "\(decision.chosenBy)",
+                "dry_run": "\(context.dryRun)",
+            ])
     }
+}
 
-    private func record(_ outcome: Outcome, in stats: inout JobStats) {
-        switch outcome {
-        case .appointed: stats.add("leaders_appointed")
-        case .archived: stats.add("communities_archived")
-        case .skipped: stats.add("communities_skipped")
-        case .inactiveLeaderKept: stats.add("inactive_leaders_kept")
-        case .healthy, .blocked: break
+// MARK: Decisions
+
+/// What settling one community came to.
+enum SuccessionOutcome: Equatable {
+    case appointed, archived, healthy, skipped, blocked, inactiveLeaderKept
+
+    /// The run's counter it adds to; `nil` for none (`communities_blocked` is counted by `JobContext.block`).
+    var counter: String? {
+        switch self {
+        case .appointed: "leaders_appointed"
+        case .archived: "communities_archived"
+        case .skipped: "communities_skipped"
+        case .inactiveLeaderKept: "inactive_leaders_kept"
+        case .healthy, .blocked: nil
         }
     }
 }
 
-/// The SQL of `leader-succession`, with the app schema spliced in as a quoted
-/// identifier and every value passed as a parameter.
-///
-/// Wherever `inactive(…)` appears, its parameter is `leader_inactive_after` in
-/// microseconds, or NULL when inactivity is off (then nobody is inactive).
-struct LeaderSuccessionQueries {
-    /// `$1` cursor id, `$2` inactivity, `$3` limit → `id`.
-    let findCandidates: String
-    /// `$1` community → `leader_id`, when still active. Takes no lock.
-    let readCommunity: String
-    /// `$1` community → a row when it is active and now locked by this transaction.
-    let lockCommunity: String
-    /// `$1` community, `$2` inactivity → `reason`, NULL when the leader is fine.
-    let reason: String
-    /// `$1` community, `$2` inactivity, `$3` only active members → `user_id`, `is_successor`.
-    let chooseLeader: String
-    /// `chooseLeader`, locking the chosen membership and user rows `FOR SHARE`.
-    let chooseAndLockLeader: String
-    /// `$1` community, `$2` previous, `$3` new leader, `$4` reason, `$5` chosen_by, `$6` run id.
-    let appoint: String
-    /// Same parameters as `appoint` (`$3` is NULL).
-    let archive: String
-
-    init(schema s: String) {
-        let leaderIsMember = """
-            EXISTS (SELECT 1 FROM \(s).community_members lm WHERE lm.community_id = c.id AND lm.user_id = c.leader_id)
-            """
-        findCandidates = """
-            SELECT c.id FROM \(s).communities c
-            LEFT JOIN \(s).users l ON l.id = c.leader_id
-            WHERE c.archived_at IS NULL AND c.id > $1::bigint
-              AND (l.id IS NULL OR l.deleted_at IS NOT NULL OR NOT \(leaderIsMember)
-                   OR \(Self.inactive(user: "l", schema: s, parameter: "$2")))
-            ORDER BY c.id LIMIT $3
-            """
-        readCommunity = "SELECT c.id, c.leader_id FROM \(s).communities c WHERE c.id = $1 AND c.archived_at IS NULL"
-        lockCommunity = readCommunity + " FOR UPDATE SKIP LOCKED"
-        reason = """
-            SELECT CASE
-                WHEN l.id IS NULL THEN 'no_leader'
-                WHEN l.deleted_at IS NOT NULL THEN 'leader_deleted'
-                WHEN NOT \(leaderIsMember) THEN 'leader_left'
-                WHEN \(Self.inactive(user: "l", schema: s, parameter: "$2")) THEN 'leader_inactive'
-            END AS reason
-            FROM \(s).communities c LEFT JOIN \(s).users l ON l.id = c.leader_id
-            WHERE c.id = $1 AND c.archived_at IS NULL
-            """
-        let memberInactive = Self.inactive(user: "u", schema: s, parameter: "$2")
-        chooseLeader = """
-            SELECT m.user_id, m.user_id = c.successor_id AS is_successor
-            FROM \(s).communities c
-            JOIN \(s).community_members m ON m.community_id = c.id
-            JOIN \(s).users u ON u.id = m.user_id
-            WHERE c.id = $1 AND u.deleted_at IS NULL AND m.user_id IS DISTINCT FROM c.leader_id
-              AND NOT ($3::boolean AND \(memberInactive))
-            ORDER BY \(memberInactive), (m.user_id = c.successor_id) IS TRUE DESC, m.joined_at, m.user_id
-            LIMIT 1
-            """
-        chooseAndLockLeader = chooseLeader + "\nFOR SHARE OF m, u"
-        appoint = """
-            WITH appointed AS (
-                UPDATE \(s).communities SET leader_id = $3::bigint, successor_id = NULL WHERE id = $1 RETURNING id
-            )
-            INSERT INTO \(s).community_leader_changes
-                (community_id, previous_leader_id, new_leader_id, reason, chosen_by, run_id)
-            SELECT id, $2::bigint, $3::bigint, $4::text, $5::text, $6::bigint FROM appointed
-            """
-        archive = """
-            WITH archived AS (
-                UPDATE \(s).communities SET archived_at = now(), leader_id = NULL WHERE id = $1 RETURNING id
-            )
-            INSERT INTO \(s).community_leader_changes
-                (community_id, previous_leader_id, new_leader_id, reason, chosen_by, run_id)
-            SELECT id, $2::bigint, $3::bigint, $4::text, $5::text, $6::bigint FROM archived
-            """
+/// The decision for one community that needs a leader, taken under its row lock.
+struct SuccessionDecision: Equatable {
+    /// An eligible member the query chose.
+    struct Candidate: Equatable {
+        let userID: Int64
+        /// The community's appointed `successor_id`.
+        let isSuccessor: Bool
     }
 
-    /// True when inactivity is on (`parameter` not NULL) and `user` was last seen
-    /// that long ago or longer: at their latest session, or, with none, at sign-up.
-    static func inactive(user u: String, schema s: String, parameter: String) -> String {
-        """
-        (\(parameter)::bigint IS NOT NULL AND coalesce(
-            (SELECT max(ls.last_seen_at) FROM \(s).sessions ls WHERE ls.user_id = \(u).id), \(u).created_at)
-            <= now() - \(parameter)::bigint * interval '1 microsecond')
-        """
+    let previousLeader: Int64?
+    let reason: String
+    /// `nil`: nobody is eligible, the community is archived.
+    let newLeader: Int64?
+    /// `successor`, `seniority` or `none`.
+    let chosenBy: String
+
+    init(previousLeader: Int64?, reason: String, newLeader: Int64?, chosenBy: String) {
+        self.previousLeader = previousLeader
+        self.reason = reason
+        self.newLeader = newLeader
+        self.chosenBy = chosenBy
+    }
+
+    /// Appoints `chosen`; with nobody chosen, archives the community, unless the
+    /// leader is only inactive (`reason` is `leader_inactive`): then `nil`, the
+    /// leader stays, since swapping one idle leader for another would only churn.
+    init?(previousLeader: Int64?, reason: String, chosen: Candidate?) {
+        if let chosen {
+            self.init(
+                previousLeader: previousLeader, reason: reason, newLeader: chosen.userID,
+                chosenBy: chosen.isSuccessor ? "successor" : "seniority")
+        } else if reason == "leader_inactive" {
+            return nil
+        } else {
+            self.init(previousLeader: previousLeader, reason: reason, newLeader: nil, chosenBy: "none")
+        }
     }
 }
 

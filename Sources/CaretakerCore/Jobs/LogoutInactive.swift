@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// `logout-inactive`: revokes sessions idle for `idle_timeout` (database clock).
 ///
@@ -14,57 +15,9 @@ struct LogoutInactive: Job {
     let settings: LogoutInactiveSettings
 
     func run(_ context: JobContext) throws -> JobStats {
-        let s = context.schema
-        let timeout = settings.idleTimeout.microseconds
-        if context.dryRun {
-            let row = try context.inBatch { connection in
-                try connection.query("""
-                    SELECT count(*) AS n FROM \(s).sessions
-                    WHERE revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond'
-                    """, timeout).first
-            }
-            return JobStats([("sessions_revoked", row?.int("n") ?? 0)])
-        }
-        var stats = JobStats([("sessions_revoked", 0), ("sessions_blocked", 0)])
-        while !context.shouldStop {
-            let parameters: [any PostgresBindable] = [timeout, context.job.batchSize, context.blockedIDs("sessions_blocked")]
-            let handled: Int
-            do {
-                handled = try context.inBatch { connection in
-                    try connection.query("""
-                        WITH idle AS (\(Self.idleSessions(schema: s)) FOR UPDATE SKIP LOCKED)
-                        UPDATE \(s).sessions t SET revoked_at = now(), revoked_reason = 'inactivity'
-                        FROM idle WHERE t.id = idle.id
-                        """, parameters).affectedRows
-                }
-                stats.add("sessions_revoked", handled)
-            } catch let error as PostgresError where error.isRowLevel {
-                // A session the app protects (a trigger, a lock): the batch again, one session at a time.
-                let idle = try context.inBatch { connection in
-                    try connection.query(Self.idleSessions(schema: s), parameters).rows.compactMap { $0["id"] }
-                }
-                handled = idle.count
-                let revoked = try context.oneByOne(idle, counter: "sessions_blocked") { connection, id in
-                    try connection.query("""
-                        UPDATE \(s).sessions SET revoked_at = now(), revoked_reason = 'inactivity'
-                        WHERE id = $2 AND revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond'
-                        """, timeout, id).affectedRows
-                }
-                stats.add("sessions_revoked", revoked.reduce(0, +))
-            }
-            if handled < context.job.batchSize { break }
-            context.pauseBetweenBatches()
-        }
-        return try context.finish(stats)
-    }
-
-    /// Up to `$2` sessions idle for `$1` µs, oldest first, leaving out `$3` (blocked this run) → `id`.
-    private static func idleSessions(schema s: String) -> String {
-        """
-        SELECT id FROM \(s).sessions
-        WHERE revoked_at IS NULL AND last_seen_at <= now() - $1::bigint * interval '1 microsecond' AND id <> ALL($3)
-        ORDER BY last_seen_at LIMIT $2
-        """
+        let pass = LogoutInactivePass(settings: settings, context: context)
+        try pass.run()
+        return pass.stats
     }
 
     /// For the daemon's deadline wake-ups: whether a session that was already idle
@@ -72,18 +25,55 @@ struct LogoutInactive: Job {
     /// revoke it: the app holds it locked, or the update fails), and the seconds from
     /// the database's now until the first session that goes idle after `since` does
     /// (≤ 0: it already has; nil: none). Without `since`, every idle session is new.
-    static func deadlines(_ connection: Connection, schema s: String, idleTimeout: Duration,
-                          since: Date?) throws -> DeadlineAnswer {
-        let row = try connection.query("""
-            SELECT EXISTS (SELECT 1 FROM \(s).sessions
-                           WHERE revoked_at IS NULL
-                             AND last_seen_at <= to_timestamp($2::float8) - $1::bigint * interval '1 microsecond') AS stuck,
-                   extract(epoch FROM (SELECT min(last_seen_at) FROM \(s).sessions
-                                       WHERE revoked_at IS NULL
-                                         AND last_seen_at > to_timestamp($2::float8) - $1::bigint * interval '1 microsecond')
-                                      + $1::bigint * interval '1 microsecond' - now()) AS wait
-            """, idleTimeout.microseconds, since.map(\.timeIntervalSince1970) ?? -1e11).first
+    static func deadlines(
+        _ connection: Connection, schema s: String, idleTimeout: Duration,
+        since: Date?
+    ) throws -> DeadlineAnswer {
+        let row = try connection.query(
+            LogoutInactiveQueries(schema: s).deadlines,
+            idleTimeout.microseconds, since.map(\.timeIntervalSince1970) ?? -1e11
+        ).first
         return DeadlineAnswer(stuck: row?.bool("stuck") == true && since != nil, secondsUntilNext: row?.double("wait"))
+    }
+}
+
+/// One run of `logout-inactive`: its context, queries and counters.
+private final class LogoutInactivePass {
+    let context: JobContext
+    let queries: LogoutInactiveQueries
+    /// `idle_timeout` in microseconds (`$1` of every query).
+    let timeout: Int64
+    var stats = JobStats([("sessions_revoked", 0), ("sessions_blocked", 0)])
+
+    init(settings: LogoutInactiveSettings, context: JobContext) {
+        self.context = context
+        queries = LogoutInactiveQueries(schema: context.schema)
+        timeout = settings.idleTimeout.microseconds
+    }
+
+    func run() throws {
+        if context.dryRun {
+            let idle = try context.inBatch { try $0.query(queries.countIdle, timeout).first?.int("n") ?? 0 }
+            stats = JobStats([("sessions_revoked", idle)])
+            return
+        }
+        try context.repeatBatches(revokeBatch)
+    }
+
+    /// Revokes up to `batch_size` idle sessions (one at a time when the app
+    /// protects one: a trigger, a lock); returns how many it looked at.
+    private func revokeBatch() throws -> Int {
+        let parameters: [any PostgresBindable] = [
+            timeout, context.job.batchSize, context.blockedIDs("sessions_blocked"),
+        ]
+        let batch = try context.changeBatch(
+            queries.revokeIdle, orOneByOne: queries.idleSessions, parameters,
+            counter: "sessions_blocked"
+        ) { connection, id in
+            try connection.query(queries.revokeOne, timeout, id).affectedRows
+        }
+        stats.add("sessions_revoked", batch.changed)
+        return batch.handled
     }
 }
 

@@ -3,6 +3,10 @@ import Postgres
 /// An operator's `[jobs.NAME] sql = "…"`: runs the statement in its own
 /// transaction with the job's timeouts; with `repeat_until_zero`, again and
 /// again until it affects no row or `max_runtime` passes.
+///
+/// Not `repeatBatches`: the statement always runs once (there is no batch before
+/// which to ask for a stop), and it repeats until it affects no row, not until a
+/// batch comes back short of `batch_size`.
 struct OperatorSQL: Job {
     let settings: SQLJobSettings
 
@@ -10,12 +14,9 @@ struct OperatorSQL: Job {
         var stats = JobStats([("rows", 0)])
         if context.dryRun {
             // The statement is arbitrary: run it once and roll it back to report what it would touch.
-            do {
-                try context.inBatch { connection in
-                    throw DryRunRollback(rows: try connection.query(settings.sql).affectedRows)
-                }
-            } catch let rollback as DryRunRollback {
-                stats.add("rows", rollback.rows)
+            try context.inTransaction { connection in
+                stats.add("rows", try connection.query(settings.sql).affectedRows)
+                return .rollback
             }
             return stats
         }
@@ -24,10 +25,7 @@ struct OperatorSQL: Job {
             stats.add("rows", affected)
             if affected == 0 || !settings.repeatUntilZero { break }
             context.pauseBetweenBatches()
-        } while !context.shouldStop
-        return try context.finish(stats)
+        } while !context.recordStopIfDue()
+        return stats
     }
 }
-
-/// Thrown inside a transaction to roll back a dry run after measuring it.
-struct DryRunRollback: Error { let rows: Int }

@@ -11,72 +11,57 @@ struct Prune: Job {
     let settings: PruneSettings
 
     func run(_ context: JobContext) throws -> JobStats {
-        let s = context.schema
-        let targets: [(counter: String, table: String, key: String, condition: String, keep: Duration)] = [
-            ("runs_deleted", "caretaker.job_runs", "id",
-             "started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running' AND \(Self.supersededRun)",
-             settings.keepHistory),
-            ("slots_deleted", "caretaker.job_slots", "ctid",
-             "slot < now() - $1::bigint * interval '1 microsecond'", settings.keepHistory),
-            ("sessions_deleted", "\(s).sessions", "id",
-             "revoked_at < now() - $1::bigint * interval '1 microsecond'", settings.keepRevokedSessions),
-            ("reset_requests_deleted", "\(s).password_reset_requests", "id",
-             "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'", settings.keepResetRequests),
+        let pass = PrunePass(settings: settings, context: context)
+        try pass.run()
+        return pass.stats
+    }
+}
+
+/// One run of `prune`: its context, queries and counters.
+private final class PrunePass {
+    let context: JobContext
+    /// Each table in the order pruned, with how long its rows are kept.
+    let targets: [(target: PruneQueries.Target, keep: Duration)]
+    var stats = JobStats()
+
+    init(settings: PruneSettings, context: JobContext) {
+        self.context = context
+        let queries = PruneQueries(schema: context.schema)
+        targets = [
+            (queries.runs, settings.keepHistory), (queries.slots, settings.keepHistory),
+            (queries.sessions, settings.keepRevokedSessions), (queries.resetRequests, settings.keepResetRequests),
         ]
-        var stats = JobStats()
-        for target in targets {
+    }
+
+    func run() throws {
+        for (target, keep) in targets {
             stats.add(target.counter, 0)
             if context.dryRun {
-                let count = try context.inBatch { connection in
-                    try connection.query("SELECT count(*) AS n FROM \(target.table) WHERE \(target.condition)",
-                                         target.keep.microseconds).first?.int("n") ?? 0
-                }
+                let count = try context.inBatch { try $0.query(target.count, keep.microseconds).first?.int("n") ?? 0 }
                 stats.add(target.counter, count)
                 continue
             }
-            let blockedCounter = target.counter.replacing("_deleted", with: "_blocked")
-            stats.add(blockedCounter, 0)
-            let candidates = """
-                SELECT \(target.key) AS key FROM \(target.table) WHERE \(target.condition) AND \(target.key) <> ALL($3)
-                LIMIT $2
-                """
-            while !context.shouldStop {
-                let parameters: [any PostgresBindable] = [target.keep.microseconds, context.job.batchSize,
-                                                          context.blockedIDs(blockedCounter)]
-                let handled: Int
-                do {
-                    handled = try context.inBatch { connection in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) IN (\(candidates) FOR UPDATE SKIP LOCKED)
-                            """, parameters).affectedRows
-                    }
-                    stats.add(target.counter, handled)
-                } catch let error as PostgresError where error.isRowLevel {
-                    // A row the app still references: the batch again, one row at a time.
-                    let keys = try context.inBatch { connection in
-                        try connection.query(candidates, parameters).rows.compactMap { $0["key"] }
-                    }
-                    handled = keys.count
-                    let deleted = try context.oneByOne(keys, counter: blockedCounter) { connection, key in
-                        try connection.query("""
-                            DELETE FROM \(target.table) WHERE \(target.key) = $2 AND \(target.condition)
-                            """, target.keep.microseconds, key).affectedRows
-                    }
-                    stats.add(target.counter, deleted.reduce(0, +))
-                }
-                if handled < context.job.batchSize { break }
-                context.pauseBetweenBatches()
-            }
+            stats.add(target.blockedCounter, 0)
+            try context.repeatBatches { try self.deleteBatch(target, keep: keep) }
         }
-        return try context.finish(stats)
     }
 
-    /// True for a `job_runs` row when a later run of the same job ended the same way.
-    static let supersededRun = """
-        EXISTS (SELECT 1 FROM caretaker.job_runs later
-                WHERE later.job = job_runs.job AND later.status = job_runs.status
-                  AND (later.started_at, later.id) > (job_runs.started_at, job_runs.id))
-        """
+    /// Deletes up to `batch_size` of the target's prunable rows (a row the app
+    /// still references on its own, or left); returns how many it looked at.
+    private func deleteBatch(_ target: PruneQueries.Target, keep: Duration) throws -> Int {
+        let parameters: [any PostgresBindable] = [
+            keep.microseconds, context.job.batchSize,
+            context.blockedIDs(target.blockedCounter),
+        ]
+        let batch = try context.changeBatch(
+            target.deleteBatch, orOneByOne: target.candidates, parameters,
+            counter: target.blockedCounter
+        ) { connection, key in
+            try connection.query(target.deleteOne, keep.microseconds, key).affectedRows
+        }
+        stats.add(target.counter, batch.changed)
+        return batch.handled
+    }
 }
 
 /// `[jobs.prune]`'s own keys.

@@ -172,10 +172,10 @@ extension JobContext {
     public var lastBatchWAL: Int64 { pacer.lastBatchWAL }
 
     /// Waits as the job's budgets ask between two batches (`WritePacer.pause`);
-    /// not at all when the run is to stop.
+    /// not at all when the run is to stop (`recordStopIfDue()`).
     public func pauseBetweenBatches() {
-        guard !shouldStop else { return }
-        pacer.pause(on: connection) { shouldStop }
+        guard !recordStopIfDue() else { return }
+        pacer.pause(on: connection) { recordStopIfDue() }
     }
 }
 

@@ -1,10 +1,11 @@
+import Logging
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
-import Synchronization
 
 /// One line per event on stderr: logfmt (default) or JSON; under journald
 /// (`$JOURNAL_STREAM` set) without timestamps and with `<N>` priority prefixes.
@@ -27,8 +28,10 @@ public struct LineLogHandler: LogHandler {
     }
 
     /// Bootstraps swift-log once for the process.
-    public static func bootstrap(format: Format, level: Logger.Level = .info,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public static func bootstrap(
+        format: Format, level: Logger.Level = .info,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         let journald = !(environment["JOURNAL_STREAM"] ?? "").isEmpty
         LoggingSystem.bootstrap { _ in
             var handler = LineLogHandler(format: format, journald: journald)
@@ -47,10 +50,11 @@ public struct LineLogHandler: LogHandler {
         let message = event.message
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         let fields = Self.ordered(merged)
-        let text = switch format {
-        case .logfmt: logfmtLine(level: level, message: "\(message)", fields: fields)
-        case .json: jsonLine(level: level, message: "\(message)", fields: fields)
-        }
+        let text =
+            switch format {
+            case .logfmt: logfmtLine(level: level, message: "\(message)", fields: fields)
+            case .json: jsonLine(level: level, message: "\(message)", fields: fields)
+            }
         output.write((journald ? "<\(Self.priority(level))>" : "") + text + "\n")
     }
 
@@ -74,12 +78,15 @@ public struct LineLogHandler: LogHandler {
 
     static func ordered(_ metadata: Logger.Metadata) -> [(String, String)] {
         let leading = leadingKeys.compactMap { key in metadata[key].map { (key, "\($0)") } }
-        let rest = metadata.filter { !leadingKeys.contains($0.key) }.sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
+        let rest = metadata.filter { !leadingKeys.contains($0.key) }.sorted { $0.key < $1.key }.map {
+            ($0.key, "\($0.value)")
+        }
         return leading + rest
     }
 
     static func logfmtValue(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "=" || $0 == "\"" || $0.isNewline || $0 == "\\" }
+        let needsQuotes =
+            value.isEmpty || value.contains { $0 == " " || $0 == "=" || $0 == "\"" || $0.isNewline || $0 == "\\" }
         guard needsQuotes else { return value }
         return jsonString(value)
     }
@@ -120,7 +127,8 @@ public struct LineLogHandler: LogHandler {
 
     /// Wall-clock time for the log line only; no decision is ever made from it.
     static func timestamp() -> String {
-        Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        Date().formatted(
+            .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 }
 

@@ -49,12 +49,15 @@ public struct FileTransport: MailTransport {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
-        let stamp = pad(Int64(parts.tm_year) + 1900, 4) + pad(Int64(parts.tm_mon) + 1, 2) + pad(Int64(parts.tm_mday), 2)
+        let stamp =
+            pad(Int64(parts.tm_year) + 1900, 4) + pad(Int64(parts.tm_mon) + 1, 2) + pad(Int64(parts.tm_mday), 2)
             + "T" + pad(Int64(parts.tm_hour), 2) + pad(Int64(parts.tm_min), 2) + pad(Int64(parts.tm_sec), 2)
             + "." + pad(milliseconds % 1000, 3) + "Z"
-        let safeID = String(message.messageID.map { character -> Character in
-            character.isASCII && (character.isLetter || character.isNumber || "@.-_+".contains(character)) ? character : "_"
-        })
+        let safeID = String(
+            message.messageID.map { character -> Character in
+                character.isASCII && (character.isLetter || character.isNumber || "@.-_+".contains(character))
+                    ? character : "_"
+            })
         return "\(stamp)-\(safeID).eml"
     }
 

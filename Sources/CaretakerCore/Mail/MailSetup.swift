@@ -9,34 +9,42 @@ import Foundation
 public enum MailSetup {
     public static let passwordCredential = "smtp-password"
 
-    /// The transport for `send-temp-passwords`, or `nil` when no selected job sends mail.
+    /// The transport for the selected jobs that send mail (`BuiltInJob.sendsMail`), or `nil` when none does.
     /// A password file that cannot be read or a URL libcurl cannot use is a
     /// `ConfigurationError` naming the `[mail]` key (exit 78).
-    public static func transport(for jobs: [JobConfiguration], configuration: Configuration,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> (any MailTransport)? {
+    public static func transport(
+        for jobs: [JobConfiguration], configuration: Configuration,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> (any MailTransport)? {
         guard jobs.contains(where: { $0.builtIn?.sendsMail == true }) else { return nil }
         do {
             return try transport(configuration.mail, environment: environment)
         } catch let error as SecretError {
-            throw ConfigurationError(file: configuration.file, line: 0, key: "mail.password_file", message: error.message)
+            throw ConfigurationError(
+                file: configuration.file, line: 0, key: "mail.password_file", message: error.message)
         } catch {
             throw ConfigurationError(file: configuration.file, line: 0, key: "mail.url", message: "\(error)")
         }
     }
 
-    public static func transport(_ options: MailOptions,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> any MailTransport {
+    public static func transport(
+        _ options: MailOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> any MailTransport {
         switch options.transport {
         case .file:
             return FileTransport(directory: options.directory)
         case .smtp:
-            let password = try Secrets.read(file: options.passwordFile, credential: passwordCredential,
-                                            environment: environment, purpose: "mail.password_file")
+            let password =
+                try Secrets.read(
+                    file: options.passwordFile, credential: passwordCredential,
+                    environment: environment, purpose: "mail.password_file")
                 ?? environment["CARETAKER_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-            return try SMTPTransport(configuration: .init(
-                url: options.url, starttls: options.starttls,
-                username: options.username.isEmpty ? nil : options.username, password: password,
-                caFile: options.caFile.isEmpty ? nil : options.caFile))
+            return try SMTPTransport(
+                configuration: .init(
+                    url: options.url, starttls: options.starttls,
+                    username: options.username.isEmpty ? nil : options.username, password: password,
+                    caFile: options.caFile.isEmpty ? nil : options.caFile))
         }
     }
 }

@@ -15,7 +15,7 @@ extension MailTransport {
     /// Re-checks both addresses of `message`; throws `MailError.invalidAddress`.
     func revalidateAddresses(of message: MailMessage) throws(MailError) {
         guard MailAddress.isValid(message.to.address.address),
-              MailAddress.isValid(message.from.address.address)
+            MailAddress.isValid(message.from.address.address)
         else { throw MailError.invalidAddress }
     }
 }

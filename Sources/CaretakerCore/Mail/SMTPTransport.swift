@@ -1,4 +1,5 @@
 import CCurl
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -79,9 +80,11 @@ public struct SMTPTransport: MailTransport {
     /// Removes the userinfo (`user:password@`) of a URL.
     static func redacted(_ url: String) -> String {
         let characters = Array(url)
-        guard let separator = (0..<max(0, characters.count - 2)).first(where: {
-            characters[$0] == ":" && characters[$0 + 1] == "/" && characters[$0 + 2] == "/"
-        }) else { return url }
+        guard
+            let separator = (0..<max(0, characters.count - 2)).first(where: {
+                characters[$0] == ":" && characters[$0 + 1] == "/" && characters[$0 + 2] == "/"
+            })
+        else { return url }
         let authorityStart = separator + 3
         let authorityEnd = characters[authorityStart...].firstIndex(where: { "/?#".contains($0) }) ?? characters.count
         guard let at = characters[authorityStart..<authorityEnd].lastIndex(of: "@") else { return url }
@@ -171,7 +174,8 @@ private final class CurlSession {
         let smtpCode = reply >= 400 ? reply : nil
         switch code {
         case CURLE_COULDNT_CONNECT:
-            return MailError(.connection, "could not connect to \(displayURL): \(systemReason() ?? "connection failed")")
+            return MailError(
+                .connection, "could not connect to \(displayURL): \(systemReason() ?? "connection failed")")
         case CURLE_COULDNT_RESOLVE_HOST:
             return MailError(.connection, "could not resolve the host of \(displayURL)")
         case CURLE_OPERATION_TIMEDOUT:
@@ -179,16 +183,21 @@ private final class CurlSession {
         case CURLE_LOGIN_DENIED where smtpCode == nil && detail.contains("authentication mechanism"):
             return MailError(.authentication, "SMTP server at \(displayURL) offers no AUTH mechanism libcurl supports")
         case CURLE_LOGIN_DENIED:
-            return MailError(.authentication, "SMTP server refused the login" + Self.suffix(smtpCode), smtpCode: smtpCode)
+            return MailError(
+                .authentication, "SMTP server refused the login" + Self.suffix(smtpCode), smtpCode: smtpCode)
         case CURLE_USE_SSL_FAILED:
             return MailError(.connection, "SMTP server at \(displayURL) does not offer STARTTLS")
         case CURLE_PEER_FAILED_VERIFICATION:
-            return MailError(.connection, "TLS handshake with \(displayURL) failed: its certificate is not trusted "
-                + "(mail.ca_file, else the system's CAs): \(Self.redactedDetail(detail, fallback: code))")
+            return MailError(
+                .connection,
+                "TLS handshake with \(displayURL) failed: its certificate is not trusted "
+                    + "(mail.ca_file, else the system's CAs): \(Self.redactedDetail(detail, fallback: code))")
         case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE:
-            return MailError(.connection, "TLS with \(displayURL) failed: \(Self.redactedDetail(detail, fallback: code))")
+            return MailError(
+                .connection, "TLS with \(displayURL) failed: \(Self.redactedDetail(detail, fallback: code))")
         case CURLE_GOT_NOTHING:
-            return MailError(.connection, "connection to \(displayURL) broke: \(Self.redactedDetail(detail, fallback: code))")
+            return MailError(
+                .connection, "connection to \(displayURL) broke: \(Self.redactedDetail(detail, fallback: code))")
         default:
             break
         }
@@ -198,7 +207,8 @@ private final class CurlSession {
             return MailError(.rejected, Self.rejection(detail: detail, code: smtpCode), smtpCode: smtpCode)
         }
         if code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR {
-            return MailError(.connection, "connection to \(displayURL) broke: \(Self.redactedDetail(detail, fallback: code))")
+            return MailError(
+                .connection, "connection to \(displayURL) broke: \(Self.redactedDetail(detail, fallback: code))")
         }
         return MailError(.other, "sending through \(displayURL) failed: \(Self.redactedDetail(detail, fallback: code))")
     }
@@ -244,7 +254,9 @@ private final class CurlSession {
 
     private func check(_ code: CURLcode, _ option: CURLoption) throws(MailError) {
         guard code == CURLE_OK else {
-            throw MailError(.configuration, "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
+            throw MailError(
+                .configuration,
+                "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
         }
     }
 }

@@ -10,10 +10,12 @@ extension Migration {
     ///
     /// - Important: with `likes` indexed, an update of `likes` can no longer be a
     ///   HOT update. BENCHMARKS.md measures what that costs the app's writes.
-    static let expiryIndexes = Migration(version: 4, name: "expiry indexes", sql: "", concurrentIndexes: [
-        ConcurrentIndex(name: "posts_created_idx", definition: "ON {{app}}.posts (created_at, id)"),
-        ConcurrentIndex(name: "posts_pack_idx", definition: "ON {{app}}.posts (pack_id)"),
-        ConcurrentIndex(name: "posts_author_idx", definition: "ON {{app}}.posts (author_id)"),
-        ConcurrentIndex(name: "posts_likes_created_idx", definition: "ON {{app}}.posts (likes, created_at)"),
-    ])
+    static let expiryIndexes = Migration(
+        version: 4, name: "expiry indexes", sql: "",
+        concurrentIndexes: [
+            ConcurrentIndex(name: "posts_created_idx", definition: "ON {{app}}.posts (created_at, id)"),
+            ConcurrentIndex(name: "posts_pack_idx", definition: "ON {{app}}.posts (pack_id)"),
+            ConcurrentIndex(name: "posts_author_idx", definition: "ON {{app}}.posts (author_id)"),
+            ConcurrentIndex(name: "posts_likes_created_idx", definition: "ON {{app}}.posts (likes, created_at)"),
+        ])
 }

@@ -37,19 +37,22 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(on connection: Connection, dryRun: Bool = false) throws -> [Migration] {
         if dryRun { return try pending(on: connection) }
-        while try connection.query("SELECT pg_try_advisory_lock($1) AS locked", Self.lockKey).first?.bool("locked") != true {
+        while try connection.query("SELECT pg_try_advisory_lock($1) AS locked", Self.lockKey).first?.bool("locked")
+            != true
+        {
             OSThread.sleep(for: .milliseconds(100))
         }
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey) }
-        try connection.execute(script: """
-            CREATE SCHEMA IF NOT EXISTS caretaker;
-            CREATE TABLE IF NOT EXISTS caretaker.schema_migrations (
-                version     integer PRIMARY KEY,
-                name        text NOT NULL,
-                app_schema  text NOT NULL,
-                applied_at  timestamptz NOT NULL DEFAULT now()
-            );
-            """)
+        try connection.execute(
+            script: """
+                CREATE SCHEMA IF NOT EXISTS caretaker;
+                CREATE TABLE IF NOT EXISTS caretaker.schema_migrations (
+                    version     integer PRIMARY KEY,
+                    name        text NOT NULL,
+                    app_schema  text NOT NULL,
+                    applied_at  timestamptz NOT NULL DEFAULT now()
+                );
+                """)
         let todo = try pending(on: connection)
         for migration in todo {
             try apply(migration, on: connection)
@@ -87,12 +90,16 @@ public struct Migrator: Sendable {
     private func build(_ index: ConcurrentIndex, on connection: Connection) throws {
         let schema = quoteIdentifier(appSchema)
         let qualified = schema + "." + quoteIdentifier(index.name)
-        let invalid = try connection.query("""
-            SELECT NOT indisvalid AS invalid FROM pg_index WHERE indexrelid = to_regclass($1)
-            """, qualified).first?.bool("invalid") == true
+        let invalid =
+            try connection.query(
+                """
+                SELECT NOT indisvalid AS invalid FROM pg_index WHERE indexrelid = to_regclass($1)
+                """, qualified
+            ).first?.bool("invalid") == true
         if invalid { try connection.execute(script: "DROP INDEX CONCURRENTLY \(qualified)") }
-        try connection.execute(script: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(quoteIdentifier(index.name)) "
-            + index.definition.replacing("{{app}}", with: schema))
+        try connection.execute(
+            script: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(quoteIdentifier(index.name)) "
+                + index.definition.replacing("{{app}}", with: schema))
     }
 }
 

@@ -66,16 +66,18 @@ public struct RuntimeGrants: Sendable {
         "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
     ]
 
-    /// The app tables every migration knows (the reference schema of SPEC §1).
-    static let referenceTables = ["users", "sessions", "packs", "pack_members", "posts", "password_reset_requests",
-                            "communities", "community_members", "community_leader_changes"]
+    /// The app tables the built-in jobs work on (the reference schema of SPEC §1), from the
+    /// catalogue: the role loses every right on each, then gets what the enabled jobs need.
+    static let referenceTables: [String] = BuiltInJob.allCases.flatMap(\.appColumns).map(\.name)
+        .reduce(into: []) { tables, table in if !tables.contains(table) { tables.append(table) } }
 
     /// The statements, in order, with every identifier quoted: schema usage, then per
     /// table a revoke of everything and the grants.
     public func statements(role: String) -> [String] {
         let grantee = quoteIdentifier(role)
         var statements = ["GRANT USAGE ON SCHEMA caretaker, \(quoteIdentifier(appSchema)) TO \(grantee)"]
-        let known = Self.bookkeeping.keys.sorted().map { ("caretaker", $0, caretakerTables[$0]) }
+        let known =
+            Self.bookkeeping.keys.sorted().map { ("caretaker", $0, caretakerTables[$0]) }
             + Self.referenceTables.map { (appSchema, $0, appTables[$0]) }
         for (schema, table, privileges) in known {
             let name = quoteIdentifier(schema) + "." + quoteIdentifier(table)
@@ -99,18 +101,23 @@ public struct RuntimeGrants: Sendable {
     /// Refuses a role that is missing, a superuser, or owns caretaker's or the app's tables.
     static func checkGrantee(_ role: String, appSchema: String, on connection: Connection) throws {
         guard let row = try connection.query("SELECT rolsuper FROM pg_roles WHERE rolname = $1", role).first else {
-            throw GrantError(role: role, reason: "no such role; create it first, e.g. CREATE ROLE \(quoteIdentifier(role)) LOGIN")
+            throw GrantError(
+                role: role, reason: "no such role; create it first, e.g. CREATE ROLE \(quoteIdentifier(role)) LOGIN")
         }
         if row.bool("rolsuper") == true {
             throw GrantError(role: role, reason: "it is a superuser, which bypasses every grant")
         }
-        let owned = try connection.query("""
+        let owned = try connection.query(
+            """
             SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE n.nspname IN ('caretaker', $2) AND c.relkind IN ('r', 'p') AND pg_has_role($1, c.relowner, 'USAGE')
             ORDER BY 1 LIMIT 1
-            """, role, appSchema).first?["name"]
+            """, role, appSchema
+        ).first?["name"]
         if let owned {
-            throw GrantError(role: role, reason: "it owns \(owned) (or is a member of its owner): run the worker as a role of its own")
+            throw GrantError(
+                role: role,
+                reason: "it owns \(owned) (or is a member of its owner): run the worker as a role of its own")
         }
     }
 }

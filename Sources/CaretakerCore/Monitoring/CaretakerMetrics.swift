@@ -1,10 +1,11 @@
+import Prometheus
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Prometheus
-import Synchronization
 
 /// The series `caretaker run` exposes, in swift-prometheus's registry (which
 /// also writes the text format).
@@ -22,8 +23,11 @@ public final class CaretakerMetrics: Sendable {
 
     /// Every series name, with its help text.
     enum Series {
-        private static func name(_ subsystem: String?, _ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
-            MetricNameDescriptor(namespace: "caretaker", subsystem: subsystem, metricName: metric, unitName: unit, helpText: help)
+        private static func name(
+            _ subsystem: String?, _ metric: String, _ unit: String, _ help: String
+        ) -> MetricNameDescriptor {
+            MetricNameDescriptor(
+                namespace: "caretaker", subsystem: subsystem, metricName: metric, unitName: unit, helpText: help)
         }
         static var buildInfo: MetricNameDescriptor {
             name(nil, "build", "info", "Always 1; the version label says which caretaker runs.")
@@ -41,18 +45,22 @@ public final class CaretakerMetrics: Sendable {
             name("job", "stat", "total", "Sum of a job's run counters (job_runs.stats) over the runs of this process.")
         }
         static var skippedSlots: MetricNameDescriptor {
-            name("job", "skipped_slots", "total",
-                 "Scheduled slots recorded skipped (not run) since this process started, by reason (shared history).")
+            name(
+                "job", "skipped_slots", "total",
+                "Scheduled slots recorded skipped (not run) since this process started, by reason (shared history).")
         }
         static var healthy: MetricNameDescriptor {
             name("job", "healthy", "", "1 when the job is healthy by the rule of `caretaker check`, else 0.")
         }
         static var lastSuccess: MetricNameDescriptor {
-            name("job", "last_success_timestamp", "seconds", "When the job last finished successfully (shared history, database clock).")
+            name(
+                "job", "last_success_timestamp", "seconds",
+                "When the job last finished successfully (shared history, database clock).")
         }
         static var lastRun: MetricNameDescriptor {
-            name("job", "last_run_timestamp", "seconds",
-                 "When a run of the job last finished, whatever its status (shared history, database clock).")
+            name(
+                "job", "last_run_timestamp", "seconds",
+                "When a run of the job last finished, whatever its status (shared history, database clock).")
         }
     }
 
@@ -90,9 +98,11 @@ public final class CaretakerMetrics: Sendable {
     /// Skipped slots newly found in the history.
     public func recordSkipped(_ skipped: [HistoryReadings.SkippedSlots]) {
         for entry in skipped where entry.slots > 0 {
-            registry.makeCounter(descriptor: Series.skippedSlots,
-                                 labels: [("job", entry.job), ("reason", Self.skipReasonLabel(entry.reason))])
-                .increment(by: Int64(entry.slots))
+            registry.makeCounter(
+                descriptor: Series.skippedSlots,
+                labels: [("job", entry.job), ("reason", Self.skipReasonLabel(entry.reason))]
+            )
+            .increment(by: Int64(entry.slots))
         }
     }
 
@@ -108,17 +118,24 @@ public final class CaretakerMetrics: Sendable {
                 gauges[job] = nil
             }
             for job in readings.jobs {
-                var series = gauges[job.name] ?? JobGauges(healthy: registry.makeGauge(
-                    descriptor: Series.healthy, labels: [("job", job.name)]))
+                var series =
+                    gauges[job.name]
+                    ?? JobGauges(
+                        healthy: registry.makeGauge(
+                            descriptor: Series.healthy, labels: [("job", job.name)]))
                 series.healthy.set(to: job.health.healthy ? 1 : 0)
                 if let lastSuccess = job.lastSuccess {
-                    series.lastSuccess = series.lastSuccess ?? registry.makeGauge(
-                        descriptor: Series.lastSuccess, labels: [("job", job.name)])
+                    series.lastSuccess =
+                        series.lastSuccess
+                        ?? registry.makeGauge(
+                            descriptor: Series.lastSuccess, labels: [("job", job.name)])
                     series.lastSuccess?.set(to: lastSuccess)
                 }
                 if let lastRun = job.lastRun {
-                    series.lastRun = series.lastRun ?? registry.makeGauge(
-                        descriptor: Series.lastRun, labels: [("job", job.name)])
+                    series.lastRun =
+                        series.lastRun
+                        ?? registry.makeGauge(
+                            descriptor: Series.lastRun, labels: [("job", job.name)])
                     series.lastRun?.set(to: lastRun)
                 }
                 gauges[job.name] = series

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What the shared history says about each job, read in one place so that the
 /// metrics, the alerts and every instance agree.
@@ -30,15 +31,10 @@ public struct HistoryReadings: Sendable {
     /// Reads the readings of every enabled job.
     public static func read(_ connection: Connection, configuration: Configuration) throws -> HistoryReadings {
         let health = try JobHealth.assess(connection, configuration: configuration)
+        let store = RunStore(connection)
         let jobs = try health.map { health in
-            let row = try connection.query("""
-                SELECT (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
-                        WHERE job = $1 AND NOT dry_run AND status = 'succeeded') AS last_success,
-                       (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
-                        WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')) AS last_run
-                """, health.job).first
-            return Job(name: health.job, health: health, lastSuccess: row?.double("last_success"),
-                       lastRun: row?.double("last_run"))
+            let runs = try store.finishedRuns(job: health.job)
+            return Job(name: health.job, health: health, lastSuccess: runs.lastSuccess, lastRun: runs.lastRun)
         }
         return HistoryReadings(jobs: jobs)
     }
@@ -60,23 +56,16 @@ public struct HistoryReadings: Sendable {
     /// stamped before the last look but committed after it; the id filter keeps
     /// it from counting twice. (Two skipped rows committed in the opposite order
     /// of their ids within one look could lose the lower one: a microsecond race.)
-    public static func skippedSlots(_ connection: Connection, after cursor: SkippedCursor,
-                                    uptime: Duration) throws -> ([SkippedSlots], SkippedCursor) {
+    public static func skippedSlots(
+        _ connection: Connection, after cursor: SkippedCursor,
+        uptime: Duration
+    ) throws -> ([SkippedSlots], SkippedCursor) {
         var moved = cursor
-        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?.double("now")
-        let rows = try connection.query("""
-            SELECT job, coalesce(error, '') AS reason,
-                   sum(CASE WHEN stats->>'missed_slots' ~ '^[0-9]+$' THEN (stats->>'missed_slots')::bigint ELSE 1 END) AS slots,
-                   max(id) AS last_id
-            FROM caretaker.job_runs
-            WHERE status = 'skipped' AND id > $1
-              AND started_at >= coalesce(to_timestamp($2::float8) - interval '1 minute',
-                                         clock_timestamp() - make_interval(secs => $3::float8))
-            GROUP BY job, coalesce(error, '')
-            ORDER BY job, reason
-            """, cursor.lastID, cursor.lookedAt, uptime.seconds).rows
-        let counts = rows.map { SkippedSlots(job: $0["job"] ?? "", reason: $0["reason"] ?? "", slots: $0.int("slots") ?? 0) }
-        moved.lastID = max(cursor.lastID, rows.compactMap { $0.int64("last_id") }.max() ?? 0)
-        return (counts, moved)
+        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?
+            .double("now")
+        let rows = try RunStore(connection).skippedSlots(
+            afterID: cursor.lastID, lookedAt: cursor.lookedAt, uptime: uptime)
+        moved.lastID = max(cursor.lastID, rows.compactMap(\.lastID).max() ?? 0)
+        return (rows.map(\.counts), moved)
     }
 }

@@ -13,8 +13,9 @@ extension ListenAddress {
     /// name resolves to can change under a running daemon.
     public init?(metrics text: String) {
         guard let parsed = ListenAddress(parsing: text), let colon = text.lastIndex(of: ":"),
-              text[text.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
-              parsed.isIPv6 ? Self.ipv6(parsed.host) != nil : Self.ipv4(parsed.host) != nil else { return nil }
+            text[text.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+            parsed.isIPv6 ? Self.ipv6(parsed.host) != nil : Self.ipv4(parsed.host) != nil
+        else { return nil }
         self = parsed
     }
 

@@ -24,7 +24,10 @@ final class MetricsHTTPServer {
         self.address = address
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw MonitoringError("cannot create a socket for [metrics] listen \(address): \(SystemError.lastMessage())") }
+        guard fd >= 0 else {
+            throw MonitoringError(
+                "cannot create a socket for [metrics] listen \(address): \(SystemError.lastMessage())")
+        }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         let bound: Int32
@@ -34,7 +37,9 @@ final class MetricsHTTPServer {
             socketAddress.sin6_port = UInt16(address.port).bigEndian
             socketAddress.sin6_addr = ListenAddress.ipv6(address.host) ?? in6_addr()
             bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         } else {
             var socketAddress = sockaddr_in()
@@ -42,7 +47,9 @@ final class MetricsHTTPServer {
             socketAddress.sin_port = UInt16(address.port).bigEndian
             socketAddress.sin_addr = ListenAddress.ipv4(address.host) ?? in_addr()
             bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         guard bound == 0, listen(fd, 16) == 0 else {
@@ -106,21 +113,25 @@ final class MetricsHTTPServer {
         guard parts.count == 3 else { return reply("400 Bad Request", text: "bad request line\n") }
         let method = String(decoding: parts[0], as: UTF8.self)
         let target = String(decoding: parts[1], as: UTF8.self)
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? target
+        let path =
+            target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            ?? target
         guard path == "/metrics" else { return reply("404 Not Found", text: "only /metrics is served here\n") }
         guard method == "GET" || method == "HEAD" else {
             return reply("405 Method Not Allowed", text: "use GET\n", extraHeaders: "Allow: GET, HEAD\r\n")
         }
         let content = body()
-        var response = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-            + "Content-Length: \(content.count)\r\nConnection: close\r\n\r\n").utf8)
+        var response = Array(
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                + "Content-Length: \(content.count)\r\nConnection: close\r\n\r\n").utf8)
         if method == "GET" { response += content }
         return response
     }
 
     private static func reply(_ status: String, text: String, extraHeaders: String = "") -> [UInt8] {
-        Array(("HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n"
-            + extraHeaders + "Connection: close\r\n\r\n" + text).utf8)
+        Array(
+            ("HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n"
+                + extraHeaders + "Connection: close\r\n\r\n" + text).utf8)
     }
 
     private static func localPort(of fd: Int32) -> UInt16? {
@@ -133,7 +144,9 @@ final class MetricsHTTPServer {
         let family = Int32(storage.ss_family)
         return withUnsafePointer(to: &storage) { pointer in
             if family == AF_INET6 {
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    UInt16(bigEndian: $0.pointee.sin6_port)
+                }
             } else {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
             }

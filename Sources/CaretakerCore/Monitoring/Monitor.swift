@@ -1,3 +1,8 @@
+import Dispatch
+import Logging
+import Postgres
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -8,10 +13,6 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Dispatch
-import Logging
-import Postgres
-import Synchronization
 
 /// What operators see and hear: Prometheus metrics (`[metrics]`), alert mails
 /// (`[alerts]`) and pings (`ping_url`), fed by `JobRunner` as a `RunObserver`.
@@ -75,12 +76,15 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             logger.info("metrics listening", metadata: ["address": "\(server.boundAddress)", "path": "/metrics"])
         }
         let lowFootprint = configuration.worker.lowFootprint
-        let refreshes = isDaemon && !lowFootprint
+        let refreshes =
+            isDaemon && !lowFootprint
             && (metrics != nil || !configuration.alerts.mailTo.isEmpty)
         guard server != nil || refreshes else { return }
         refreshesOnOwnConnection = refreshes
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw MonitoringError("cannot create the monitor's wake-up pipe: \(SystemError.lastMessage())") }
+        guard pipe(&fds) == 0 else {
+            throw MonitoringError("cannot create the monitor's wake-up pipe: \(SystemError.lastMessage())")
+        }
         wakePipe = (fds[0], fds[1])
         threadRunning = true
         let connector = refreshes ? try DatabaseConnector(options: configuration.database) : nil
@@ -110,12 +114,16 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         do {
             alerts = try Self.alerts(configuration, logger: logger)
         } catch {
-            logger.error("alerts: cannot set up the mail transport; keeping the previous alert settings",
-                         metadata: ["error": "\(error)"])
+            logger.error(
+                "alerts: cannot set up the mail transport; keeping the previous alert settings",
+                metadata: ["error": "\(error)"])
             alerts = state.withLock { $0.alerts }
         }
         let previous = state.withLock { state in
-            defer { state.configuration = configuration; state.alerts = alerts }
+            defer {
+                state.configuration = configuration
+                state.alerts = alerts
+            }
             return state.configuration.metrics
         }
         if previous != configuration.metrics {
@@ -130,8 +138,10 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         if !job.pingURL.isEmpty, !dryRun { pinger.ping(job.pingURL, .start, job: job.name) }
     }
 
-    public func runFinished(_ job: JobConfiguration, runID: Int64, status: RunStatus, stats: JobStats,
-                            duration: Duration, dryRun: Bool, on connection: Connection) {
+    public func runFinished(
+        _ job: JobConfiguration, runID: Int64, status: RunStatus, stats: JobStats,
+        duration: Duration, dryRun: Bool, on connection: Connection
+    ) {
         guard !dryRun else { return }
         if !job.pingURL.isEmpty {
             switch status {
@@ -161,8 +171,9 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             do {
                 let readings = try HistoryReadings.read(connection, configuration: configuration)
                 if let metrics {
-                    let (skipped, next) = try HistoryReadings.skippedSlots(connection, after: cursor,
-                                                                           uptime: ContinuousClock.now - started)
+                    let (skipped, next) = try HistoryReadings.skippedSlots(
+                        connection, after: cursor,
+                        uptime: ContinuousClock.now - started)
                     state.withLock { $0.skippedCursor = next }
                     metrics.recordSkipped(skipped)
                     metrics.update(readings)
@@ -170,7 +181,8 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 try alerts?.evaluate(readings, on: connection)
             } catch {
                 metrics?.databaseUnavailable()
-                logger.warning("monitoring could not read the run history or the alert state", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "monitoring could not read the run history or the alert state", metadata: ["error": "\(error)"])
             }
             writeTextfile(configuration.metrics.textfile)
         }
@@ -203,9 +215,13 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 }
                 nextRefresh = ContinuousClock.now + Self.refreshInterval
             }
-            var fds = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: server?.descriptor ?? -1, events: Int16(POLLIN), revents: 0)]
-            let wait = connector == nil ? Int32(-1) : Int32(max(0, ContinuousClock.now.duration(to: nextRefresh).microseconds / 1000))
+            var fds = [
+                pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: server?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
+            let wait =
+                connector == nil
+                ? Int32(-1) : Int32(max(0, ContinuousClock.now.duration(to: nextRefresh).microseconds / 1000))
             let ready = poll(&fds, nfds_t(fds.count), wait)
             if ready < 0 && errno != EINTR { return }
             if fds[0].revents != 0 {

@@ -41,16 +41,21 @@ final class Pinger: Sendable {
     func ping(_ base: String, _ event: Event, job: String) {
         guard waiting.add(1, ordering: .relaxed).newValue <= Self.maximumWaiting else {
             waiting.subtract(1, ordering: .relaxed)
-            logger.warning("ping dropped: earlier pings are still waiting for an answer",
-                           metadata: ["job": "\(job)", "ping": "\(event.rawValue)", "url": "\(Self.redacted(base))"])
+            logger.warning(
+                "ping dropped: earlier pings are still waiting for an answer",
+                metadata: ["job": "\(job)", "ping": "\(event.rawValue)", "url": "\(Self.redacted(base))"])
             return
         }
         let logger = self.logger
         queue.async { [self] in
             defer { waiting.subtract(1, ordering: .relaxed) }
             if let problem = Self.get(Self.url(base, event)) {
-                logger.warning("ping failed", metadata: ["job": "\(job)", "ping": "\(event.rawValue)",
-                                                         "url": "\(Self.redacted(base))", "error": "\(problem)"])
+                logger.warning(
+                    "ping failed",
+                    metadata: [
+                        "job": "\(job)", "ping": "\(event.rawValue)",
+                        "url": "\(Self.redacted(base))", "error": "\(problem)",
+                    ])
             }
         }
     }
@@ -64,7 +69,9 @@ final class Pinger: Sendable {
 
     /// A GET of `url`; nil on a 2xx/3xx answer, else what went wrong.
     static func get(_ url: String) -> String? {
-        guard ccurl_global_init_once() == CURLE_OK, let handle = curl_easy_init() else { return "libcurl could not start" }
+        guard ccurl_global_init_once() == CURLE_OK, let handle = curl_easy_init() else {
+            return "libcurl could not start"
+        }
         defer { curl_easy_cleanup(handle) }
         _ = ccurl_setopt_string(handle, CURLOPT_URL, url)
         // Only HTTP(S): a ping URL cannot make us read files or speak other protocols.

@@ -6,6 +6,7 @@ import Postgres
 public protocol RunObserver: Sendable {
     func runStarted(_ job: JobConfiguration, runID: Int64, dryRun: Bool)
     /// `connection` is the run's, free for reading the history now.
-    func runFinished(_ job: JobConfiguration, runID: Int64, status: RunStatus, stats: JobStats,
-                     duration: Duration, dryRun: Bool, on connection: Connection)
+    func runFinished(
+        _ job: JobConfiguration, runID: Int64, status: RunStatus, stats: JobStats,
+        duration: Duration, dryRun: Bool, on connection: Connection)
 }

@@ -1,9 +1,10 @@
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Postgres
 
 /// What `caretaker status` shows: the database and schema, and per job its
 /// health, last run, next slot and the runs going on right now (where), all
@@ -67,67 +68,42 @@ public struct StatusReport: Sendable {
     public var unhealthyJobs: [Job] { jobs.filter { $0.health?.healthy == false } }
 
     public static func read(_ connection: Connection, configuration: Configuration) throws -> StatusReport {
-        let info = try connection.query("""
+        let info = try connection.query(
+            """
             SELECT current_database() AS name, current_setting('server_version') AS version,
                    pg_is_in_recovery() AS recovery, extract(epoch FROM clock_timestamp())::float8 AS now
-            """).first
-        let database = Database(name: info?["name"] ?? "", serverVersion: info?["version"] ?? "",
-                                inRecovery: info?.bool("recovery") ?? false)
+            """
+        ).first
+        let database = Database(
+            name: info?["name"] ?? "", serverVersion: info?["version"] ?? "",
+            inRecovery: info?.bool("recovery") ?? false)
         let now = Date(timeIntervalSince1970: info?.double("now") ?? 0)
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         let latest = Migration.all.last?.version ?? 0
-        let schema = Schema(version: applied.max() ?? 0, latest: latest,
-                            pending: Migration.all.filter { !applied.contains($0.version) }.count)
+        let schema = Schema(
+            version: applied.max() ?? 0, latest: latest,
+            pending: Migration.all.filter { !applied.contains($0.version) }.count)
         guard !applied.isEmpty else {
             let jobs = configuration.jobs.map {
-                Job(name: $0.name, enabled: $0.enabled, schedule: $0.schedule.text, health: nil, lastRun: nil,
+                Job(
+                    name: $0.name, enabled: $0.enabled, schedule: $0.schedule.text, health: nil, lastRun: nil,
                     nextSlot: $0.enabled ? $0.schedule.nextDate(after: now) : nil, running: [], alertState: nil)
             }
             return StatusReport(database: database, schema: schema, now: now, jobs: jobs)
         }
         var health: [String: JobHealth] = [:]
         for judged in try JobHealth.assess(connection, configuration: configuration) { health[judged.job] = judged }
-        let alertsTable = try connection.query("SELECT to_regclass('caretaker.job_alerts') IS NOT NULL AS present").first?.bool("present") == true
+        let store = RunStore(connection)
+        let alertsTable = try store.hasAlertStates()
         let jobs = try configuration.jobs.map { job in
-            Job(name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
-                lastRun: try lastRun(of: job.name, on: connection),
+            Job(
+                name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
+                lastRun: try store.lastRun(job: job.name),
                 nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                running: try running(job.name, on: connection),
-                alertState: alertsTable ? try connection.query("SELECT state FROM caretaker.job_alerts WHERE job = $1", job.name).first?["state"] : nil)
+                running: try store.running(job: job.name),
+                alertState: alertsTable ? try store.alertState(job: job.name) : nil)
         }
         return StatusReport(database: database, schema: schema, now: now, jobs: jobs)
-    }
-
-    private static func lastRun(of job: String, on connection: Connection) throws -> LastRun? {
-        try connection.query("""
-            SELECT id, status, trigger, stats::text AS stats, error, host, pid,
-                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
-                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS age,
-                   (extract(epoch FROM finished_at - started_at) * 1000)::bigint AS duration_ms
-            FROM caretaker.job_runs
-            WHERE job = $1 AND NOT dry_run AND status <> 'running'
-            ORDER BY started_at DESC, id DESC LIMIT 1
-            """, job).first.map {
-            LastRun(id: $0.int64("id") ?? 0, status: $0["status"] ?? "", trigger: $0["trigger"] ?? "",
-                    startedAt: $0["started"] ?? "", ageSeconds: $0.double("age") ?? 0,
-                    durationMilliseconds: $0.int("duration_ms"), stats: $0["stats"] ?? "{}", error: $0["error"],
-                    host: $0["host"] ?? "", pid: $0.int("pid") ?? 0)
-        }
-    }
-
-    private static func running(_ job: String, on connection: Connection) throws -> [Running] {
-        try connection.query("""
-            SELECT id, host, pid, caretaker.job_lock_held(job) AS alive,
-                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
-                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS running_for
-            FROM caretaker.job_runs
-            WHERE job = $1 AND status = 'running'
-            ORDER BY started_at, id
-            """, job).rows.map {
-            Running(id: $0.int64("id") ?? 0, host: $0["host"] ?? "", pid: $0.int("pid") ?? 0,
-                    startedAt: $0["started"] ?? "", forSeconds: $0.double("running_for") ?? 0,
-                    alive: $0.bool("alive") ?? false)
-        }
     }
 
     /// A short age for people: `42s`, `7m`, `3h12m`, `5d`.

@@ -11,14 +11,19 @@ enum TextfileWriter {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let temporary = String(path[...slash]) + ".caretaker-\(getpid()).prom.tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw MonitoringError("cannot write [metrics] textfile \(path): \(temporary): \(SystemError.lastMessage())") }
+        guard fd >= 0 else {
+            throw MonitoringError("cannot write [metrics] textfile \(path): \(temporary): \(SystemError.lastMessage())")
+        }
         // Readable by node_exporter whatever the umask (the unit sets 0077): metrics hold no secret.
         fchmod(fd, 0o644)
         var offset = 0
         let complete = bytes.withUnsafeBytes { raw -> Bool in
             while offset < raw.count {
                 let written = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 { if errno == EINTR { continue }; return false }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
                 offset += written
             }
             return true

@@ -1,10 +1,11 @@
+import Logging
+import Postgres
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
-import Postgres
 
 /// Runs one job once: takes its slot and advisory lock, records the run in
 /// `job_runs`, calls the job, and logs start and finish.
@@ -19,8 +20,10 @@ public struct JobRunner: Sendable {
     /// Told when a run starts and finishes (metrics, alerts, pings).
     public let observer: (any RunObserver)?
 
-    public init(configuration: Configuration, mail: (any MailTransport)?, logger: Logger,
-                observer: (any RunObserver)? = nil) {
+    public init(
+        configuration: Configuration, mail: (any MailTransport)?, logger: Logger,
+        observer: (any RunObserver)? = nil
+    ) {
         self.configuration = configuration
         self.mail = mail
         self.logger = logger
@@ -47,7 +50,9 @@ public struct JobRunner: Sendable {
         public var dryRun: Bool = false
         public var attempt: Int = 1
 
-        public init(job: JobConfiguration, trigger: RunTrigger, slot: Date? = nil, dryRun: Bool = false, attempt: Int = 1) {
+        public init(
+            job: JobConfiguration, trigger: RunTrigger, slot: Date? = nil, dryRun: Bool = false, attempt: Int = 1
+        ) {
             self.job = job
             self.trigger = trigger
             self.slot = slot
@@ -59,69 +64,82 @@ public struct JobRunner: Sendable {
     /// Runs `request` on `connection`, which nobody else may use meanwhile.
     /// Throws when the database itself fails (connection lost, bookkeeping missing),
     /// and `SlotNotDue` when `request.slot` has not come yet on the database clock.
-    public func run(_ request: Request, on connection: Connection,
-                    stopRequested: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
+    public func run(
+        _ request: Request, on connection: Connection,
+        stopRequested: @escaping @Sendable () -> Bool = { false }
+    ) throws -> Outcome {
         let name = request.job.name
-        if let slot = request.slot, try claim(slot: slot, job: name, on: connection) == .taken {
+        let store = RunStore(connection)
+        if let slot = request.slot, try claim(slot: slot, job: name, in: store) == .taken {
             return .alreadyClaimed
         }
-        guard try lock(job: name, on: connection) else {
+        guard try store.tryLock(job: name) else {
             guard let slot = request.slot else { return .busy }
-            return .skipped(runID: try recordSkipped(request, slot: slot, on: connection))
+            return .skipped(runID: try recordSkipped(request, slot: slot, in: store))
         }
-        defer { unlock(job: name, on: connection) }
+        defer { store.unlock(job: name) }
         try connection.query("SELECT set_config('application_name', $1, false)", "caretaker/\(name)")
         defer { _ = try? connection.query("SELECT set_config('application_name', 'caretaker', false)") }
 
-        let orphans = try RunHistory.interruptOrphans(connection, job: name)
+        let orphans = try store.interruptOrphans(job: name)
         if orphans > 0 {
-            logger.warning("marked runs of a dead process interrupted", metadata: ["job": "\(name)", "runs": "\(orphans)"])
+            logger.warning(
+                "marked runs of a dead process interrupted", metadata: ["job": "\(name)", "runs": "\(orphans)"])
         }
-        let runID = try RunHistory.start(connection, job: name, trigger: request.trigger, slot: request.slot,
-                                         dryRun: request.dryRun, attempt: request.attempt)
-        if let slot = request.slot {
-            try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                                 name, slot.timeIntervalSince1970, runID)
-        }
+        let runID = try store.startRun(
+            job: name, trigger: request.trigger, slot: request.slot,
+            dryRun: request.dryRun, attempt: request.attempt)
+        if let slot = request.slot { try store.attach(runID: runID, toSlot: slot, job: name) }
         return try execute(request, runID: runID, on: connection, stopRequested: stopRequested)
     }
 
-    private func execute(_ request: Request, runID: Int64, on connection: Connection,
-                         stopRequested: @escaping @Sendable () -> Bool) throws -> Outcome {
+    private func execute(
+        _ request: Request, runID: Int64, on connection: Connection,
+        stopRequested: @escaping @Sendable () -> Bool
+    ) throws -> Outcome {
         var runLogger = logger
         runLogger[metadataKey: "job"] = "\(request.job.name)"
         runLogger[metadataKey: "run_id"] = "\(runID)"
-        runLogger.info("run started", metadata: [
-            "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)", "attempt": "\(request.attempt)"])
+        runLogger.info(
+            "run started",
+            metadata: [
+                "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)",
+                "attempt": "\(request.attempt)",
+            ])
         observer?.runStarted(request.job, runID: runID, dryRun: request.dryRun)
-        let context = JobContext(connection: connection, job: request.job,
-                                 schema: quoteIdentifier(configuration.database.appSchema),
-                                 dryRun: request.dryRun, runID: runID, logger: runLogger, stopRequested: stopRequested)
+        let context = JobContext(
+            connection: connection, job: request.job,
+            schema: quoteIdentifier(configuration.database.appSchema),
+            dryRun: request.dryRun, runID: runID, logger: runLogger, stopRequested: stopRequested)
         let started = ContinuousClock.now
         let (status, stats, message) = outcome(of: request, in: context)
         if !connection.isHealthy {
-            throw PostgresError(kind: .connection, message: "lost the database connection during \(request.job.name): \(message ?? "")")
+            throw PostgresError(
+                kind: .connection, message: "lost the database connection during \(request.job.name): \(message ?? "")")
         }
-        try RunHistory.finish(connection, runID: runID, status: status, stats: stats, error: message)
+        try RunStore(connection).finishRun(runID, status: status, stats: stats, error: message)
         let elapsed = ContinuousClock.now - started
         var metadata: Logger.Metadata = [
             "trigger": "\(request.trigger.rawValue)", "status": "\(status.rawValue)",
-            "duration_ms": "\(elapsed.microseconds / 1000)"]
+            "duration_ms": "\(elapsed.microseconds / 1000)",
+        ]
         for counter in stats.counters { metadata[counter.name] = "\(counter.value)" }
         if let message { metadata["error"] = "\(message)" }
         runLogger.log(level: status == .failed ? .error : .info, "run finished", metadata: metadata)
-        observer?.runFinished(request.job, runID: runID, status: status, stats: stats, duration: elapsed,
-                              dryRun: request.dryRun, on: connection)
+        observer?.runFinished(
+            request.job, runID: runID, status: status, stats: stats, duration: elapsed,
+            dryRun: request.dryRun, on: connection)
         return .finished(runID: runID, status: status, stats: stats, error: message)
     }
 
     private func outcome(of request: Request, in context: JobContext) -> (RunStatus, JobStats, String?) {
         let job = request.job.makeJob(mail: mail, mailOptions: configuration.mail)
         do {
-            return (.succeeded, try job.run(context), nil)
-        } catch let interrupted as JobInterrupted {
-            return (.interrupted, interrupted.stats, "stopped by shutdown between batches")
-        } catch where context.isShuttingDown {
+            let stats = context.finish(try job.run(context))
+            // A job that stopped for shutdown with work left returns what it did: the run is interrupted.
+            if context.stoppedFor == .shutdown { return (.interrupted, stats, "stopped by shutdown between batches") }
+            return (.succeeded, stats, nil)
+        } catch  where context.isShuttingDown {
             // The shutdown grace ran out and the running statement was cancelled.
             return (.interrupted, JobStats(), "stopped by shutdown: \(error)")
         } catch {
@@ -137,24 +155,32 @@ public struct JobRunner: Sendable {
     /// Unlike `run`, this never takes the job's lock: when the previous run ends
     /// between the slot coming due and this call, the slot is still one that
     /// nobody ran because of it, and the scheduler thread must not run a job.
-    public func recordSkippedSlot(job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
-                                  on connection: Connection) throws -> Outcome {
-        guard try claim(slot: slot, job: job.name, on: connection) == .claimed else { return .alreadyClaimed }
-        return .skipped(runID: try recordSkipped(Request(job: job, trigger: .schedule, slot: slot), slot: slot,
-                                                 reason: reason, on: connection))
+    public func recordSkippedSlot(
+        job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
+        on connection: Connection
+    ) throws -> Outcome {
+        let store = RunStore(connection)
+        guard try claim(slot: slot, job: job.name, in: store) == .claimed else { return .alreadyClaimed }
+        return .skipped(
+            runID: try recordSkipped(
+                Request(job: job, trigger: .schedule, slot: slot), slot: slot,
+                reason: reason, in: store))
     }
 
     /// Records the slots of `job` that nobody ran while no worker was up, as one
     /// `skipped` row (reason `missedWhileDown`, the count and the first and last in
     /// its stats). Claims `last` first, so of several instances starting at once
     /// only one records it. False when another instance already did.
-    public func recordMissedSlots(job: JobConfiguration, first: Date, last: Date, count: Int,
-                                  on connection: Connection) throws -> Bool {
-        guard try claim(slot: last, job: job.name, on: connection) == .claimed else { return false }
-        let runID = try RunHistory.recordMissed(connection, job: job.name, count: count, first: first, last: last,
-                                                reason: SkipReason.missedWhileDown.text)
-        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                             job.name, last.timeIntervalSince1970, runID)
+    public func recordMissedSlots(
+        job: JobConfiguration, first: Date, last: Date, count: Int,
+        on connection: Connection
+    ) throws -> Bool {
+        let store = RunStore(connection)
+        guard try claim(slot: last, job: job.name, in: store) == .claimed else { return false }
+        let runID = try store.recordMissed(
+            job: job.name, count: count, first: first, last: last,
+            reason: SkipReason.missedWhileDown.text)
+        try store.attach(runID: runID, toSlot: last, job: job.name)
         return true
     }
 
@@ -177,7 +203,7 @@ public struct JobRunner: Sendable {
         }
     }
 
-    // MARK: Slots and locks
+    // MARK: Slots
 
     /// Thrown for a slot that has not come yet on the database clock (only the
     /// daemon passes slots, from its estimate of that clock): nothing was
@@ -186,44 +212,23 @@ public struct JobRunner: Sendable {
         public let slot: Date
     }
 
-    private enum Claim { case claimed, taken }
-
-    /// Takes the unique `(job, slot)` record; `.taken` when another instance has it.
-    ///
-    /// The record is only inserted when the slot is due on the database's own
-    /// clock (rule zero): the scheduler decides from an estimate of that clock,
-    /// and a slot must never run early because the estimate was a little ahead.
-    private func claim(slot: Date, job: String, on connection: Connection) throws -> Claim {
-        let row = try connection.query("""
-            WITH due AS (SELECT to_timestamp($2::float8) <= clock_timestamp() AS due),
-                 taken AS (
-                     INSERT INTO caretaker.job_slots (job, slot)
-                     SELECT $1, to_timestamp($2::float8) FROM due WHERE due
-                     ON CONFLICT DO NOTHING RETURNING 1
-                 )
-            SELECT (SELECT due FROM due) AS due, EXISTS (SELECT 1 FROM taken) AS claimed
-            """, job, slot.timeIntervalSince1970).first
-        guard row?.bool("due") == true else { throw SlotNotDue(slot: slot) }
-        return row?.bool("claimed") == true ? .claimed : .taken
+    /// Takes the `(job, slot)` record; throws `SlotNotDue` when the slot has not come on the database clock.
+    private func claim(slot: Date, job: String, in store: RunStore) throws -> RunStore.SlotClaim {
+        let claim = try store.claimSlot(slot, job: job)
+        if claim == .notDue { throw SlotNotDue(slot: slot) }
+        return claim
     }
 
-    private func lock(job: String, on connection: Connection) throws -> Bool {
-        try connection.query("SELECT pg_try_advisory_lock(caretaker.job_lock_key($1)) AS locked", job)
-            .first?.bool("locked") == true
-    }
-
-    private func unlock(job: String, on connection: Connection) {
-        _ = try? connection.query("SELECT pg_advisory_unlock(caretaker.job_lock_key($1))", job)
-    }
-
-    private func recordSkipped(_ request: Request, slot: Date, reason: SkipReason = .previousRunStillGoing,
-                               on connection: Connection) throws -> Int64 {
-        let runID = try RunHistory.recordSkipped(connection, job: request.job.name, trigger: request.trigger, slot: slot,
-                                                 reason: reason.text)
-        try connection.query("UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
-                             request.job.name, slot.timeIntervalSince1970, runID)
-        logger.warning("slot skipped: \(reason.text)",
-                       metadata: ["job": "\(request.job.name)", "run_id": "\(runID)", "status": "skipped"])
+    private func recordSkipped(
+        _ request: Request, slot: Date, reason: SkipReason = .previousRunStillGoing,
+        in store: RunStore
+    ) throws -> Int64 {
+        let runID = try store.recordSkipped(
+            job: request.job.name, trigger: request.trigger, slot: slot, reason: reason.text)
+        try store.attach(runID: runID, toSlot: slot, job: request.job.name)
+        logger.warning(
+            "slot skipped: \(reason.text)",
+            metadata: ["job": "\(request.job.name)", "run_id": "\(runID)", "status": "skipped"])
         return runID
     }
 }

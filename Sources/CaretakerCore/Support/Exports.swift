@@ -4,5 +4,5 @@
 // without importing each small target.
 @_exported import CaretakerMailFormat
 @_exported import CaretakerSchedule
-@_exported import CaretakerText
 @_exported import CaretakerTOML
+@_exported import CaretakerText

@@ -27,7 +27,8 @@ enum IdleMemory {
     static func release() {
         #if os(Linux)
         let mappings = (try? TextFile.read("/proc/self/smaps")).map(ProcessMapping.parse) ?? []
-        let advice = mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
+        let advice =
+            mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
             + mappings.filter(\.hasCleanFilePages).flatMap { cleanFilePages(in: $0) }
         #if canImport(Glibc)
         malloc_trim(0)
@@ -37,7 +38,9 @@ enum IdleMemory {
             for (index, item) in advice.enumerated() { buffer[index] = item }
             for index in 0..<advice.count {
                 let item = buffer[index]
-                _ = madvise(UnsafeMutableRawPointer(bitPattern: item.start), item.length, item.drop ? MADV_DONTNEED : MADV_PAGEOUT)
+                _ = madvise(
+                    UnsafeMutableRawPointer(bitPattern: item.start), item.length,
+                    item.drop ? MADV_DONTNEED : MADV_PAGEOUT)
             }
         }
         #endif
@@ -75,15 +78,19 @@ enum IdleMemory {
     }
 }
 
-/// One entry of `/proc/self/smaps`: the header line and the counters we need.
-struct ProcessMapping: Equatable {
+/// One entry of `/proc/self/smaps`: the header line and the counters we need (the test
+/// support's `ProcessStatistics` reads other processes' smaps with it too).
+public struct ProcessMapping: Equatable, Sendable {
     var start: UInt
     var end: UInt
     /// `r-xp`, `r--p`, `rw-p`, …
     var permissions: Substring
-    var path: Substring
-    var residentBytes = 0
+    /// The file, `[heap]`, `[stack]`, …; empty for anonymous memory.
+    public var path: Substring
+    public var residentBytes = 0
     var anonymousBytes = 0
+    /// `Private_Clean` + `Private_Dirty`: pages no other process maps.
+    public var privateBytes = 0
 
     /// Code and read-only data of an ELF object (the executable or a `.so`) with no
     /// private copy of any page: dropping it loses nothing.
@@ -104,7 +111,7 @@ struct ProcessMapping: Equatable {
 
     /// Parses `/proc/PID/smaps`: a header per mapping (`start-end perms offset dev
     /// inode [path]`), then `Name: value kB` lines.
-    static func parse(_ text: String) -> [ProcessMapping] {
+    public static func parse(_ text: String) -> [ProcessMapping] {
         var mappings: [ProcessMapping] = []
         for line in text.split(separator: "\n") {
             if let header = header(line) {
@@ -112,6 +119,9 @@ struct ProcessMapping: Equatable {
             } else if !mappings.isEmpty, let (name, kilobytes) = counter(line) {
                 if name == "Rss" { mappings[mappings.count - 1].residentBytes = kilobytes * 1024 }
                 if name == "Anonymous" { mappings[mappings.count - 1].anonymousBytes = kilobytes * 1024 }
+                if name == "Private_Clean" || name == "Private_Dirty" {
+                    mappings[mappings.count - 1].privateBytes += kilobytes * 1024
+                }
             }
         }
         return mappings
@@ -130,7 +140,9 @@ struct ProcessMapping: Equatable {
 
     private static func counter(_ line: Substring) -> (Substring, Int)? {
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count == 3, fields[2] == "kB", fields[0].hasSuffix(":"), let value = Int(fields[1]) else { return nil }
+        guard fields.count == 3, fields[2] == "kB", fields[0].hasSuffix(":"), let value = Int(fields[1]) else {
+            return nil
+        }
         return (fields[0].dropLast(), value)
     }
 }

@@ -49,10 +49,12 @@ enum OSThread {
         #else
         var thread = pthread_t()
         #endif
-        let started = pthread_create(&thread, &attributes, { argument in
-            Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue().start()
-            return nil
-        }, argument)
+        let started = pthread_create(
+            &thread, &attributes,
+            { argument in
+                Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue().start()
+                return nil
+            }, argument)
         guard started == 0 else {
             Unmanaged<Body>.fromOpaque(argument).release()
             fatalError("cannot start thread \(name): \(SystemError.message(started))")

@@ -16,13 +16,16 @@ enum CounterChart {
             """
         for (index, value) in series.buckets.enumerated() where value > 0 {
             let barHeight = max(1, Double(value) / Double(maximum) * (height - 4))
-            svg += "<rect class=\"bar\" x=\"\(f(Double(index) * barWidth + 0.5))\" y=\"\(f(top + height - barHeight))\" "
+            svg +=
+                "<rect class=\"bar\" x=\"\(f(Double(index) * barWidth + 0.5))\" y=\"\(f(top + height - barHeight))\" "
                 + "width=\"\(f(max(barWidth - 1, 1)))\" height=\"\(f(barHeight))\" fill=\"\(colour(series.counter))\">"
                 + "<title>\(value)</title></rect>"
         }
-        svg += "<text x=\"2\" y=\"\(f(top + height + 12))\" font-size=\"10\" fill=\"#6b7280\">\(window == .day ? "−24 h" : "−7 d")</text>"
+        svg +=
+            "<text x=\"2\" y=\"\(f(top + height + 12))\" font-size=\"10\" fill=\"#6b7280\">\(window == .day ? "−24 h" : "−7 d")</text>"
         svg += "<text x=\"\(f(width - 20))\" y=\"\(f(top + height + 12))\" font-size=\"10\" fill=\"#6b7280\">now</text>"
-        svg += "<text x=\"0\" y=\"10\" font-size=\"10\" fill=\"#6b7280\">max \(maximum == 1 && series.total == 0 ? 0 : maximum)/\(per == "hour" ? "h" : "6 h")</text>"
+        svg +=
+            "<text x=\"0\" y=\"10\" font-size=\"10\" fill=\"#6b7280\">max \(maximum == 1 && series.total == 0 ? 0 : maximum)/\(per == "hour" ? "h" : "6 h")</text>"
         return svg + "</svg>"
     }
 

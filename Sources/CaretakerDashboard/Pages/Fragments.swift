@@ -1,3 +1,5 @@
+import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -14,12 +16,14 @@ enum Fragments {
     static func health(_ job: JobOverview) -> String {
         guard job.enabled else { return "<span class=\"badge disabled\">disabled</span>" }
         guard let health = job.health else { return "<span class=\"muted\">unknown</span>" }
-        return "<span class=\"badge \(health.healthy ? "healthy" : "unhealthy")\">\(health.healthy ? "healthy" : "unhealthy")</span> "
+        return
+            "<span class=\"badge \(health.healthy ? "healthy" : "unhealthy")\">\(health.healthy ? "healthy" : "unhealthy")</span> "
             + "<span class=\"reason\">\(HTML.escape(health.reason))</span>"
     }
 
     static func lastRun(_ run: RunSummary, now: Date) -> String {
-        var text = "<a href=\"/runs/\(run.id)\">\(status(run.status))</a> \(HTML.escape(HTML.relative(run.startedAt, now: now)))"
+        var text =
+            "<a href=\"/runs/\(run.id)\">\(status(run.status))</a> \(HTML.escape(HTML.relative(run.startedAt, now: now)))"
         if let duration = run.duration { text += ", took \(HTML.escape(HTML.duration(duration)))" }
         if run.dryRun { text += " <span class=\"muted\">(dry run)</span>" }
         let counters = self.counters(run)

@@ -7,9 +7,11 @@ public enum JobPage {
         var body = "<h1>Job \(name)</h1>\n"
         if let job = page.configured {
             body += "<dl class=\"job\"><dt>Health</dt><dd>\(Fragments.health(job))</dd>"
-            body += "<dt>Schedule</dt><dd>\(HTML.escape(job.scheduleWords)) <code>\(HTML.escape(job.schedule))</code> \(HTML.escape(job.timeZone))</dd>"
+            body +=
+                "<dt>Schedule</dt><dd>\(HTML.escape(job.scheduleWords)) <code>\(HTML.escape(job.schedule))</code> \(HTML.escape(job.timeZone))</dd>"
             body += "<dt>Next slot</dt><dd>\(Fragments.optionalTime(job.nextSlot))</dd>"
-            body += "<dt>Last run</dt><dd>\(job.lastRun.map { Fragments.lastRun($0, now: page.now) } ?? "never")</dd></dl>\n"
+            body +=
+                "<dt>Last run</dt><dd>\(job.lastRun.map { Fragments.lastRun($0, now: page.now) } ?? "never")</dd></dl>\n"
         } else {
             body += "<p class=\"muted\">This job is not in the configuration any more; its history remains.</p>\n"
         }
@@ -18,11 +20,14 @@ public enum JobPage {
         body += select("trigger", ["any"] + RunTrigger.allCases.map(\.rawValue), page.filter.trigger?.rawValue)
         body += select("range", RunFilter.Range.allCases.map(\.rawValue), page.filter.range.rawValue)
         body += "<button type=\"submit\">Show</button></form>\n"
-        body += "<table class=\"runs\">\n<thead><tr><th>Run</th><th>Status</th><th>Trigger</th><th>Slot</th><th>Started</th><th>Duration</th><th>Counters</th><th>Error</th></tr></thead>\n<tbody>\n"
+        body +=
+            "<table class=\"runs\">\n<thead><tr><th>Run</th><th>Status</th><th>Trigger</th><th>Slot</th><th>Started</th><th>Duration</th><th>Counters</th><th>Error</th></tr></thead>\n<tbody>\n"
         for run in page.runs {
             body += "<tr data-run=\"\(run.id)\"><td><a href=\"/runs/\(run.id)\">#\(run.id)</a></td>"
-            body += "<td>\(Fragments.status(run.status))\(run.dryRun ? " <span class=\"muted\">dry run</span>" : "")</td>"
-            body += "<td>\(HTML.escape(run.trigger))\(run.attempt > 1 ? " <span class=\"muted\">attempt \(run.attempt)</span>" : "")</td>"
+            body +=
+                "<td>\(Fragments.status(run.status))\(run.dryRun ? " <span class=\"muted\">dry run</span>" : "")</td>"
+            body +=
+                "<td>\(HTML.escape(run.trigger))\(run.attempt > 1 ? " <span class=\"muted\">attempt \(run.attempt)</span>" : "")</td>"
             body += "<td>\(Fragments.optionalTime(run.slot))</td><td>\(HTML.escape(HTML.time(run.startedAt)))</td>"
             body += "<td class=\"num\">\(run.duration.map { HTML.escape(HTML.duration($0)) } ?? "")</td>"
             body += "<td>\(Fragments.counters(run))</td>"
@@ -32,11 +37,13 @@ public enum JobPage {
         body += "</tbody>\n</table>\n<nav class=\"pages\">"
         let base = "/jobs/\(HTML.urlComponent(page.job))"
         if page.filter.page > 1 {
-            body += "<a rel=\"prev\" href=\"\(HTML.escape(base + page.filter.query(page: page.filter.page - 1)))\">newer</a>"
+            body +=
+                "<a rel=\"prev\" href=\"\(HTML.escape(base + page.filter.query(page: page.filter.page - 1)))\">newer</a>"
         }
         body += "<span class=\"muted\">page \(page.filter.page)</span> "
         if page.hasNextPage {
-            body += "<a rel=\"next\" href=\"\(HTML.escape(base + page.filter.query(page: page.filter.page + 1)))\">older</a>"
+            body +=
+                "<a rel=\"next\" href=\"\(HTML.escape(base + page.filter.query(page: page.filter.page + 1)))\">older</a>"
         }
         body += "</nav>\n"
         return HTML.page(title: "Job \(page.job)", now: page.now, body: body)

@@ -1,3 +1,5 @@
+import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -7,15 +9,21 @@ import Foundation
 /// `/runs/ID`: one run's full record.
 public enum RunPage {
     public static func render(_ run: RunSummary, now: Date) -> String {
-        var body = "<h1>Run #\(run.id) of <a href=\"/jobs/\(HTML.urlComponent(run.job))\">\(HTML.escape(run.job))</a></h1>\n<dl class=\"run\">"
+        var body =
+            "<h1>Run #\(run.id) of <a href=\"/jobs/\(HTML.urlComponent(run.job))\">\(HTML.escape(run.job))</a></h1>\n<dl class=\"run\">"
         func item(_ term: String, _ value: String) { body += "<dt>\(term)</dt><dd>\(value)</dd>" }
         item("Status", Fragments.status(run.status) + (run.dryRun ? " <span class=\"muted\">dry run</span>" : ""))
         item("Trigger", HTML.escape(run.trigger))
         item("Slot", Fragments.optionalTime(run.slot))
         item("Attempt", "\(run.attempt)")
-        item("Started", "\(HTML.escape(HTML.time(run.startedAt))) <span class=\"muted\">\(HTML.escape(HTML.relative(run.startedAt, now: now)))</span>")
+        item(
+            "Started",
+            "\(HTML.escape(HTML.time(run.startedAt))) <span class=\"muted\">\(HTML.escape(HTML.relative(run.startedAt, now: now)))</span>"
+        )
         item("Finished", Fragments.optionalTime(run.finishedAt))
-        item("Duration", run.duration.map { HTML.escape(HTML.duration($0)) } ?? "<span class=\"muted\">still running</span>")
+        item(
+            "Duration",
+            run.duration.map { HTML.escape(HTML.duration($0)) } ?? "<span class=\"muted\">still running</span>")
         item("Host", HTML.escape(run.host))
         item("PID", "\(run.pid)")
         item("Backend PID", run.backendPID.map(String.init) ?? "<span class=\"muted\">–</span>")

@@ -1,3 +1,5 @@
+import CaretakerCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -34,18 +36,24 @@ enum TimelineChart {
         for (index, job) in overview.jobs.enumerated() {
             let top = axisHeight + rowHeight * Double(index)
             svg += "<g class=\"row\" data-job=\"\(HTML.escape(job.name))\">"
-            svg += "<rect x=\"\(f(labelWidth))\" y=\"\(f(top + 2))\" width=\"\(f(plotWidth))\" height=\"\(f(rowHeight - 4))\" fill=\"#f0f2f5\"/>"
-            svg += "<a href=\"/jobs/\(HTML.urlComponent(job.name))\"><text x=\"4\" y=\"\(f(top + rowHeight / 2 + 4))\" font-size=\"12\" fill=\"#1d2330\">\(HTML.escape(job.name))</text></a>"
+            svg +=
+                "<rect x=\"\(f(labelWidth))\" y=\"\(f(top + 2))\" width=\"\(f(plotWidth))\" height=\"\(f(rowHeight - 4))\" fill=\"#f0f2f5\"/>"
+            svg +=
+                "<a href=\"/jobs/\(HTML.urlComponent(job.name))\"><text x=\"4\" y=\"\(f(top + rowHeight / 2 + 4))\" font-size=\"12\" fill=\"#1d2330\">\(HTML.escape(job.name))</text></a>"
             for span in job.missed {
                 let left = x(span.first)
                 let right = max(x(span.last), left + 3)
-                let label = span.slots == 1
+                let label =
+                    span.slots == 1
                     ? "missed slot \(HTML.time(span.first))"
                     : "\(span.slots) missed slots \(HTML.time(span.first)) – \(HTML.time(span.last))"
-                svg += "<rect class=\"missed\" x=\"\(f(left))\" y=\"\(f(top + 2))\" width=\"\(f(right - left))\" height=\"\(f(rowHeight - 4))\" fill=\"url(#missed)\"><title>\(HTML.escape(label))</title></rect>"
+                svg +=
+                    "<rect class=\"missed\" x=\"\(f(left))\" y=\"\(f(top + 2))\" width=\"\(f(right - left))\" height=\"\(f(rowHeight - 4))\" fill=\"url(#missed)\"><title>\(HTML.escape(label))</title></rect>"
             }
             // Successes first, so a failure among many successes is drawn on top.
-            for run in job.runs.sorted(by: { ($0.status == "succeeded" ? 0 : 1, $0.startedAt) < ($1.status == "succeeded" ? 0 : 1, $1.startedAt) }) {
+            for run in job.runs.sorted(by: {
+                ($0.status == "succeeded" ? 0 : 1, $0.startedAt) < ($1.status == "succeeded" ? 0 : 1, $1.startedAt)
+            }) {
                 svg += mark(run, top: top, x: x(run.startedAt), now: overview.now, span: span)
             }
             svg += "</g>\n"
@@ -62,7 +70,8 @@ enum TimelineChart {
         var title = "#\(run.id) \(run.status) (\(run.trigger)) at \(HTML.time(run.startedAt))"
         if !skipped, let duration = run.duration { title += ", \(HTML.duration(duration))" }
         if let error = run.error { title += ": \(error.prefix(200))" }
-        return "<a href=\"/runs/\(run.id)\"><rect class=\"mark s-\(HTML.escape(run.status))\" data-run=\"\(run.id)\" x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
+        return
+            "<a href=\"/runs/\(run.id)\"><rect class=\"mark s-\(HTML.escape(run.status))\" data-run=\"\(run.id)\" x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
     }
 
     /// Ticks every three hours over a day, every midnight (UTC) over a week.
@@ -75,7 +84,8 @@ enum TimelineChart {
             let date = Date(timeIntervalSince1970: tick)
             let position = x(date)
             let label = overview.window == .day ? HTML.clock(date) : HTML.day(date)
-            svg += "<line x1=\"\(f(position))\" y1=\"\(f(axisHeight - 4))\" x2=\"\(f(position))\" y2=\"\(f(height))\" stroke=\"#d5d9e0\"/>"
+            svg +=
+                "<line x1=\"\(f(position))\" y1=\"\(f(axisHeight - 4))\" x2=\"\(f(position))\" y2=\"\(f(height))\" stroke=\"#d5d9e0\"/>"
             // The last label would run into "now".
             if position < labelWidth + plotWidth - 50 {
                 svg += "<text x=\"\(f(position - 14))\" y=\"12\">\(label)</text>"

@@ -1,0 +1,550 @@
+import Postgres
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// All SQL on caretaker's own bookkeeping tables, behind one interface:
+/// `caretaker.job_runs` (the run history), `caretaker.job_slots` (claimed
+/// schedule slots), `caretaker.job_alerts` (what alerts last said of a job) and
+/// the job's advisory lock. Nothing else in caretaker, its CLI or its dashboard
+/// names these tables in SQL (River keeps its job SQL in one driver file the same way).
+///
+/// Errors follow one rule: a failed statement throws its `PostgresError`, and a
+/// write that must hand back a row (the id of the run it recorded) and got none
+/// throws too (a `PostgresError` of kind `.query` naming the statement), so no
+/// caller ever sees a made-up id. A read that finds no row returns nil or an empty list.
+///
+/// Times cross as seconds since the epoch (`to_timestamp($n::float8)`), and every
+/// time decision uses the database clock.
+public struct RunStore {
+    public let connection: Connection
+
+    public init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    // MARK: Recording runs (the runner)
+
+    /// Inserts the `running` row of a run and returns its id.
+    public func startRun(job: String, trigger: RunTrigger, slot: Date?, dryRun: Bool, attempt: Int) throws -> Int64 {
+        try insertedID(
+            connection.query(
+                """
+                INSERT INTO caretaker.job_runs (job, trigger, status, slot, attempt, dry_run, host, pid, backend_pid)
+                VALUES ($1, $2, 'running', to_timestamp($3::float8), $4, $5, $6, $7, pg_backend_pid())
+                RETURNING id
+                """, job, trigger.rawValue, slot.map { $0.timeIntervalSince1970 }, attempt, dryRun,
+                ProcessIdentity.hostname, ProcessIdentity.pid), recording: "the start of a run of \(job)")
+    }
+
+    /// Completes a run: status, stats, error (secret-free), `finished_at` from the database clock.
+    public func finishRun(_ runID: Int64, status: RunStatus, stats: JobStats, error: String?) throws {
+        try connection.query(
+            """
+            UPDATE caretaker.job_runs
+            SET status = $2, stats = $3::jsonb, error = $4, finished_at = clock_timestamp()
+            WHERE id = $1
+            """, runID, status.rawValue, stats.json, error)
+    }
+
+    /// Records `slot` of `job` as `skipped` for `reason` and returns the row's id.
+    public func recordSkipped(job: String, trigger: RunTrigger, slot: Date, reason: String) throws -> Int64 {
+        try insertedID(
+            connection.query(
+                """
+                INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, error, host, pid, backend_pid)
+                VALUES ($1, $2, 'skipped', to_timestamp($3::float8), clock_timestamp(), clock_timestamp(), $4, $5, $6, pg_backend_pid())
+                RETURNING id
+                """, job, trigger.rawValue, slot.timeIntervalSince1970, reason,
+                ProcessIdentity.hostname, ProcessIdentity.pid), recording: "a skipped slot of \(job)")
+    }
+
+    /// Inserts the one `skipped` row that stands for the slots of `job` nobody ran
+    /// while no worker was up; `stats` counts them and names the first and last.
+    public func recordMissed(job: String, count: Int, first: Date, last: Date, reason: String) throws -> Int64 {
+        try insertedID(
+            connection.query(
+                """
+                INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, stats, error, host, pid, backend_pid)
+                VALUES ($1, 'schedule', 'skipped', to_timestamp($4::float8), clock_timestamp(), clock_timestamp(),
+                        jsonb_build_object('missed_slots', $2::bigint, 'first_missed', to_timestamp($3::float8),
+                                           'last_missed', to_timestamp($4::float8)),
+                        $5, $6, $7, pg_backend_pid())
+                RETURNING id
+                """, job, count, first.timeIntervalSince1970, last.timeIntervalSince1970, reason,
+                ProcessIdentity.hostname, ProcessIdentity.pid), recording: "the missed slots of \(job)")
+    }
+
+    private func insertedID(_ result: QueryResult, recording what: String) throws -> Int64 {
+        guard let id = result.first?.int64("id") else {
+            throw PostgresError(
+                kind: .query, message: "recording \(what) gave no id (INSERT … RETURNING id returned no row)")
+        }
+        return id
+    }
+
+    private static let diedText = "the process running it died (its advisory lock is gone)"
+
+    /// Marks `running` rows of `job` as `interrupted`. Call only while holding the
+    /// job's advisory lock: then no live process can own such a row.
+    @discardableResult
+    public func interruptOrphans(job: String) throws -> Int {
+        try connection.query(
+            """
+            UPDATE caretaker.job_runs
+            SET status = 'interrupted', finished_at = clock_timestamp(), error = coalesce(error, $2)
+            WHERE job = $1 AND status = 'running'
+            """, job, Self.diedText
+        ).affectedRows
+    }
+
+    /// Marks every `running` row whose owner no longer holds its job's advisory lock as `interrupted`.
+    @discardableResult
+    public func interruptAllOrphans() throws -> Int {
+        try connection.query(
+            """
+            UPDATE caretaker.job_runs
+            SET status = 'interrupted', finished_at = clock_timestamp(), error = coalesce(error, $1)
+            WHERE status = 'running' AND NOT caretaker.job_lock_held(job)
+            """, Self.diedText
+        ).affectedRows
+    }
+
+    // MARK: Slots and the job's lock
+
+    /// What taking a slot found.
+    public enum SlotClaim: Sendable, Equatable {
+        /// This call inserted the `(job, slot)` record: the slot is ours.
+        case claimed
+        /// Another instance had already taken it.
+        case taken
+        /// The slot has not come yet on the database clock: nothing was inserted.
+        case notDue
+    }
+
+    /// Takes the unique `(job, slot)` record.
+    ///
+    /// The record is only inserted when the slot is due on the database's own
+    /// clock (rule zero): the scheduler decides from an estimate of that clock,
+    /// and a slot must never run early because the estimate was a little ahead.
+    public func claimSlot(_ slot: Date, job: String) throws -> SlotClaim {
+        let row = try connection.query(
+            """
+            WITH due AS (SELECT to_timestamp($2::float8) <= clock_timestamp() AS due),
+                 taken AS (
+                     INSERT INTO caretaker.job_slots (job, slot)
+                     SELECT $1, to_timestamp($2::float8) FROM due WHERE due
+                     ON CONFLICT DO NOTHING RETURNING 1
+                 )
+            SELECT (SELECT due FROM due) AS due, EXISTS (SELECT 1 FROM taken) AS claimed
+            """, job, slot.timeIntervalSince1970
+        ).first
+        guard row?.bool("due") == true else { return .notDue }
+        return row?.bool("claimed") == true ? .claimed : .taken
+    }
+
+    /// Notes on the claimed `slot` of `job` which run (or skipped row) answered it.
+    public func attach(runID: Int64, toSlot slot: Date, job: String) throws {
+        try connection.query(
+            "UPDATE caretaker.job_slots SET run_id = $3 WHERE job = $1 AND slot = to_timestamp($2::float8)",
+            job, slot.timeIntervalSince1970, runID)
+    }
+
+    /// Until when some worker looked after `job`: its latest claimed slot, or its
+    /// latest run's slot or start; nil when it never ran.
+    public func lastLookedAfter(job: String) throws -> Date? {
+        try connection.query(
+            """
+            SELECT extract(epoch FROM greatest(
+                       (SELECT max(slot) FROM caretaker.job_slots WHERE job = $1),
+                       (SELECT max(coalesce(slot, started_at)) FROM caretaker.job_runs WHERE job = $1)))::float8 AS looked_after
+            """, job
+        ).first?.double("looked_after").map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// Takes `job`'s session-level advisory lock if it is free; false when another session holds it.
+    public func tryLock(job: String) throws -> Bool {
+        try connection.query("SELECT pg_try_advisory_lock(caretaker.job_lock_key($1)) AS locked", job)
+            .first?.bool("locked") == true
+    }
+
+    /// Lets go of `job`'s advisory lock (a broken connection has lost it already).
+    public func unlock(job: String) {
+        _ = try? connection.query("SELECT pg_advisory_unlock(caretaker.job_lock_key($1))", job)
+    }
+
+    // MARK: Pruning
+
+    /// Rows `prune` may delete from one of these tables, in its batched loop: the
+    /// table, the key it deletes by, and the condition (`$1` is the age to keep, in microseconds).
+    public struct Prunable: Sendable {
+        public let table: String
+        public let key: String
+        public let condition: String
+    }
+
+    /// Runs older than `keep_history` of any status but `running`, except the latest
+    /// of each job in each status (a job that runs less often keeps its last success and failure).
+    public static let prunableRuns = Prunable(
+        table: "caretaker.job_runs", key: "id",
+        condition: """
+            started_at < now() - $1::bigint * interval '1 microsecond' AND status <> 'running' \
+            AND EXISTS (SELECT 1 FROM caretaker.job_runs later
+                        WHERE later.job = job_runs.job AND later.status = job_runs.status
+                          AND (later.started_at, later.id) > (job_runs.started_at, job_runs.id))
+            """)
+
+    /// Claimed slots older than `keep_history`.
+    public static let prunableSlots = Prunable(
+        table: "caretaker.job_slots", key: "ctid", condition: "slot < now() - $1::bigint * interval '1 microsecond'")
+
+    // MARK: Reading the history (history, jobs, status, check, metrics, alerts)
+
+    /// The most recent runs first, as `caretaker history` shows them.
+    public func recent(_ filter: RunRecord.Filter) throws -> [RunRecord] {
+        try connection.query(
+            """
+            SELECT id, job, trigger, status,
+                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS started,
+                   to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS finished,
+                   (extract(epoch FROM finished_at - started_at) * 1000)::bigint AS duration_ms,
+                   dry_run, stats::text AS stats, error, host, pid
+            FROM caretaker.job_runs
+            WHERE ($1::text IS NULL OR job = $1) AND ($2::text IS NULL OR status = $2)
+            ORDER BY started_at DESC, id DESC
+            LIMIT $3
+            """, filter.job, filter.status, filter.limit
+        ).rows.map { row in
+            RunRecord(
+                id: row.int64("id") ?? 0, job: row["job"] ?? "", trigger: row["trigger"] ?? "",
+                status: row["status"] ?? "", startedAt: row["started"] ?? "", finishedAt: row["finished"],
+                durationMilliseconds: row.int("duration_ms"), dryRun: row.bool("dry_run") ?? false,
+                stats: row["stats"] ?? "{}", error: row["error"], host: row["host"] ?? "", pid: row.int("pid") ?? 0)
+        }
+    }
+
+    /// The status and start (`2026-01-02T03:04:05Z`) of `job`'s latest row of any kind, for `caretaker jobs`.
+    public func latestStart(job: String) throws -> (status: String, startedAt: String)? {
+        try connection.query(
+            """
+            SELECT status, to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started
+            FROM caretaker.job_runs WHERE job = $1 ORDER BY started_at DESC, id DESC LIMIT 1
+            """, job
+        ).first.map { ($0["status"] ?? "", $0["started"] ?? "") }
+    }
+
+    /// What `job`'s finished runs (dry runs left out) say about its health.
+    public struct FinishedRuns: Sendable {
+        /// The status of the latest run that succeeded, failed or was interrupted.
+        public let lastStatus: String?
+        /// That run's error.
+        public let lastError: String?
+        /// Seconds since the epoch (database clock) of the latest successful finish.
+        public let lastSuccess: Double?
+        /// The same, as `2026-01-02T03:04:05Z`.
+        public let lastSuccessText: String?
+        /// Seconds since the epoch of the latest finish that succeeded, failed or was interrupted.
+        public let lastRun: Double?
+    }
+
+    public func finishedRuns(job: String) throws -> FinishedRuns {
+        let row = try connection.query(
+            """
+            SELECT (SELECT status FROM caretaker.job_runs
+                    WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')
+                    ORDER BY started_at DESC, id DESC LIMIT 1) AS last_status,
+                   (SELECT error FROM caretaker.job_runs
+                    WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')
+                    ORDER BY started_at DESC, id DESC LIMIT 1) AS last_error,
+                   (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
+                    WHERE job = $1 AND NOT dry_run AND status = 'succeeded') AS last_success,
+                   (SELECT to_char(max(finished_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') FROM caretaker.job_runs
+                    WHERE job = $1 AND NOT dry_run AND status = 'succeeded') AS last_success_text,
+                   (SELECT extract(epoch FROM max(finished_at)) FROM caretaker.job_runs
+                    WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')) AS last_run
+            """, job
+        ).first
+        return FinishedRuns(
+            lastStatus: row?["last_status"], lastError: row?["last_error"],
+            lastSuccess: row?.double("last_success"), lastSuccessText: row?["last_success_text"],
+            lastRun: row?.double("last_run"))
+    }
+
+    /// Of `job`'s last `runs` finished runs (dry runs left out): how many there
+    /// are, how many reported a `…_blocked` counter above zero, and the latest
+    /// one's blocked counters (`posts_blocked=1`).
+    public func blockedCounters(job: String, lastRuns runs: Int) throws -> (runs: Int, blocked: Int, latest: String?) {
+        let row = try connection.query(
+            """
+            SELECT count(*) AS runs, count(blocked) AS blocked, (array_agg(blocked ORDER BY started_at DESC, id DESC))[1] AS latest
+            FROM (SELECT r.started_at, r.id,
+                         (SELECT string_agg(e.key || '=' || e.value, ' ' ORDER BY e.key) FROM jsonb_each_text(r.stats) e
+                          WHERE e.key LIKE '%\\_blocked' AND e.value <> '0') AS blocked
+                  FROM caretaker.job_runs r
+                  WHERE r.job = $1 AND NOT r.dry_run AND r.status IN ('succeeded', 'failed', 'interrupted')
+                  ORDER BY r.started_at DESC, r.id DESC LIMIT $2) recent
+            """, job, runs
+        ).first
+        return (row?.int("runs") ?? 0, row?.int("blocked") ?? 0, row?["latest"])
+    }
+
+    /// Skipped rows with an id above `afterID`, started since a minute before
+    /// `lookedAt` (or, without one, within `uptime`), by job and reason, with the
+    /// number of slots each stands for and the highest id counted.
+    public func skippedSlots(
+        afterID: Int64, lookedAt: Double?, uptime: Duration
+    ) throws
+        -> [(counts: HistoryReadings.SkippedSlots, lastID: Int64?)]
+    {
+        try connection.query(
+            """
+            SELECT job, coalesce(error, '') AS reason,
+                   sum(CASE WHEN stats->>'missed_slots' ~ '^[0-9]+$' THEN (stats->>'missed_slots')::bigint ELSE 1 END) AS slots,
+                   max(id) AS last_id
+            FROM caretaker.job_runs
+            WHERE status = 'skipped' AND id > $1
+              AND started_at >= coalesce(to_timestamp($2::float8) - interval '1 minute',
+                                         clock_timestamp() - make_interval(secs => $3::float8))
+            GROUP BY job, coalesce(error, '')
+            ORDER BY job, reason
+            """, afterID, lookedAt, uptime.seconds
+        ).rows.map {
+            (
+                HistoryReadings.SkippedSlots(
+                    job: $0["job"] ?? "", reason: $0["reason"] ?? "", slots: $0.int("slots") ?? 0),
+                $0.int64("last_id")
+            )
+        }
+    }
+
+    /// `job`'s latest row that is not `running` (dry runs left out), as `caretaker status` shows it.
+    public func lastRun(job: String) throws -> StatusReport.LastRun? {
+        try connection.query(
+            """
+            SELECT id, status, trigger, stats::text AS stats, error, host, pid,
+                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
+                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS age,
+                   (extract(epoch FROM finished_at - started_at) * 1000)::bigint AS duration_ms
+            FROM caretaker.job_runs
+            WHERE job = $1 AND NOT dry_run AND status <> 'running'
+            ORDER BY started_at DESC, id DESC LIMIT 1
+            """, job
+        ).first.map {
+            StatusReport.LastRun(
+                id: $0.int64("id") ?? 0, status: $0["status"] ?? "", trigger: $0["trigger"] ?? "",
+                startedAt: $0["started"] ?? "", ageSeconds: $0.double("age") ?? 0,
+                durationMilliseconds: $0.int("duration_ms"), stats: $0["stats"] ?? "{}",
+                error: $0["error"], host: $0["host"] ?? "", pid: $0.int("pid") ?? 0)
+        }
+    }
+
+    /// `job`'s `running` rows, oldest first, each with whether its process still holds the job's lock.
+    public func running(job: String) throws -> [StatusReport.Running] {
+        try connection.query(
+            """
+            SELECT id, host, pid, caretaker.job_lock_held(job) AS alive,
+                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started,
+                   extract(epoch FROM clock_timestamp() - started_at)::float8 AS running_for
+            FROM caretaker.job_runs
+            WHERE job = $1 AND status = 'running'
+            ORDER BY started_at, id
+            """, job
+        ).rows.map {
+            StatusReport.Running(
+                id: $0.int64("id") ?? 0, host: $0["host"] ?? "", pid: $0.int("pid") ?? 0,
+                startedAt: $0["started"] ?? "", forSeconds: $0.double("running_for") ?? 0,
+                alive: $0.bool("alive") ?? false)
+        }
+    }
+
+    /// `job`'s latest run that succeeded, failed or was interrupted (dry runs left out), for an alert mail.
+    func lastFinishedRun(job: String) throws -> AlertMessage.LastRun? {
+        try connection.query(
+            """
+            SELECT id, status, error, host, pid,
+                   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS started
+            FROM caretaker.job_runs
+            WHERE job = $1 AND NOT dry_run AND status IN ('succeeded', 'failed', 'interrupted')
+            ORDER BY started_at DESC, id DESC LIMIT 1
+            """, job
+        ).first.map {
+            AlertMessage.LastRun(
+                id: $0.int64("id") ?? 0, status: $0["status"] ?? "", error: $0["error"],
+                host: $0["host"] ?? "", pid: $0.int("pid") ?? 0, startedAt: $0["started"] ?? "")
+        }
+    }
+
+    // MARK: Alert states (caretaker.job_alerts)
+
+    /// Whether `caretaker.job_alerts` exists (it came with a later migration).
+    public func hasAlertStates() throws -> Bool {
+        try connection.query("SELECT to_regclass('caretaker.job_alerts') IS NOT NULL AS present").first?.bool("present")
+            == true
+    }
+
+    /// The stored alert state of `job` (`healthy`, `unhealthy`), nil before alerts judged it.
+    public func alertState(job: String) throws -> String? {
+        try connection.query("SELECT state FROM caretaker.job_alerts WHERE job = $1", job).first?["state"]
+    }
+
+    /// Every job's stored alert state.
+    func alertStates() throws -> [String: AlertPolicy.Stored] {
+        var stored: [String: AlertPolicy.Stored] = [:]
+        for row in try connection.query("SELECT job, state FROM caretaker.job_alerts").rows {
+            stored[row["job"] ?? ""] = row["state"].flatMap(AlertPolicy.Stored.init)
+        }
+        return stored
+    }
+
+    /// Moves `job` from `previous` (nil: no row yet) to `next` if the stored state
+    /// is still `previous` and no failed send asked to wait; returns since when
+    /// the job was in the state it leaves (`2026-01-02 03:04:05 UTC`), nil when
+    /// another instance took the change first.
+    func claimAlertChange(
+        job: String, from previous: AlertPolicy.Stored?, to next: AlertPolicy.Stored,
+        cause: String?
+    ) throws -> String? {
+        let result: QueryResult
+        if let previous {
+            result = try connection.query(
+                """
+                UPDATE caretaker.job_alerts new SET state = $2, cause = $4, since = clock_timestamp(), retry_after = NULL
+                FROM caretaker.job_alerts old
+                WHERE new.job = $1 AND old.job = new.job AND new.state = $3
+                  AND (new.retry_after IS NULL OR new.retry_after <= clock_timestamp())
+                RETURNING to_char(old.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since
+                """, job, next.rawValue, previous.rawValue, cause)
+        } else {
+            result = try connection.query(
+                """
+                INSERT INTO caretaker.job_alerts (job, state, cause) VALUES ($1, $2, $3)
+                ON CONFLICT (job) DO NOTHING
+                RETURNING to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since
+                """, job, next.rawValue, cause)
+        }
+        return result.first.map { $0["since"] ?? "" }
+    }
+
+    /// Gives a change whose mail could not be sent back (`next` to `previous`),
+    /// and asks every instance to wait `retryAfter` (an interval, `5 minutes`) before trying again.
+    func handBackAlertChange(
+        job: String, to previous: AlertPolicy.Stored, from next: AlertPolicy.Stored,
+        retryAfter: String
+    ) throws {
+        try connection.query(
+            """
+            UPDATE caretaker.job_alerts SET state = $2, retry_after = clock_timestamp() + $4::interval
+            WHERE job = $1 AND state = $3
+            """, job, previous.rawValue, next.rawValue, retryAfter)
+    }
+
+    // MARK: Reading the history (the dashboard)
+
+    /// The columns of a `RunSummary`, times as epoch seconds.
+    private static let summaryColumns = """
+        id, job, trigger, status, extract(epoch FROM slot)::float8 AS slot, attempt,
+        extract(epoch FROM started_at)::float8 AS started, extract(epoch FROM finished_at)::float8 AS finished,
+        dry_run, stats::text AS stats, error, host, pid, backend_pid,
+        (SELECT string_agg(s.key || '=' || s.value, ' ') FROM jsonb_each_text(stats) AS s(key, value)
+         WHERE s.value ~ '^-?[0-9]{1,18}$') AS counters
+        """
+
+    /// Every row started at or after `start` (seconds since the epoch), oldest first.
+    public func runSummaries(startedSince start: Double) throws -> [RunSummary] {
+        try connection.query(
+            """
+            SELECT \(Self.summaryColumns) FROM caretaker.job_runs
+            WHERE started_at >= to_timestamp($1::float8) ORDER BY started_at, id
+            """, start
+        ).rows.map(RunSummary.init)
+    }
+
+    /// One page of `job`'s rows, newest first, filtered by status, trigger and start (any of them nil: all).
+    public func runSummaries(
+        job: String, status: RunStatus?, trigger: RunTrigger?, startedSince since: Double?,
+        limit: Int, offset: Int
+    ) throws -> [RunSummary] {
+        try connection.query(
+            """
+            SELECT \(Self.summaryColumns) FROM caretaker.job_runs
+            WHERE job = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR trigger = $3)
+              AND ($4::float8 IS NULL OR started_at >= to_timestamp($4::float8))
+            ORDER BY started_at DESC, id DESC
+            LIMIT $5 OFFSET $6
+            """, job, status?.rawValue, trigger?.rawValue, since, limit, offset
+        ).rows.map(RunSummary.init)
+    }
+
+    /// The latest row of `job` that ran (not a skipped slot), dry runs included.
+    public func latestRanSummary(job: String) throws -> RunSummary? {
+        try connection.query(
+            """
+            SELECT \(Self.summaryColumns) FROM caretaker.job_runs
+            WHERE job = $1 AND status <> 'skipped' ORDER BY started_at DESC, id DESC LIMIT 1
+            """, job
+        ).rows.first.map(RunSummary.init)
+    }
+
+    /// Run `id`, with the database clock; nil when there is no such run.
+    public func runSummary(id: Int64) throws -> (run: RunSummary, now: Date)? {
+        let row = try connection.query(
+            """
+            SELECT \(Self.summaryColumns), extract(epoch FROM now())::float8 AS now FROM caretaker.job_runs WHERE id = $1
+            """, id
+        ).first
+        guard let row, let now = row.double("now") else { return nil }
+        return (RunSummary(row), Date(timeIntervalSince1970: now))
+    }
+
+    /// Whether the history holds any row of `job` (a job no longer configured).
+    public func hasRuns(job: String) throws -> Bool {
+        try connection.query("SELECT EXISTS (SELECT 1 FROM caretaker.job_runs WHERE job = $1) AS known", job)
+            .first?.bool("known") ?? false
+    }
+
+    /// The slots from `start` on that some instance claimed or some row answered,
+    /// by job, in milliseconds since the epoch.
+    public func claimedSlots(since start: Double) throws -> [String: Set<Int64>] {
+        var claimed: [String: Set<Int64>] = [:]
+        for row in try connection.query(
+            """
+            SELECT job, (extract(epoch FROM slot) * 1000)::bigint AS slot FROM caretaker.job_slots
+            WHERE slot >= to_timestamp($1::float8)
+            UNION
+            SELECT job, (extract(epoch FROM slot) * 1000)::bigint FROM caretaker.job_runs
+            WHERE slot >= to_timestamp($1::float8)
+            """, start
+        ).rows {
+            if let job = row["job"], let slot = row.int64("slot") { claimed[job, default: []].insert(slot) }
+        }
+        return claimed
+    }
+
+    /// The sums of each job's whole-number counters over runs started from `start`
+    /// on (not dry runs, not skipped rows), in buckets of `bucketSeconds`.
+    public func counterSums(
+        since start: Double, bucketSeconds: Double
+    ) throws
+        -> [(job: String, counter: String, bucket: Int, total: Int64)]
+    {
+        try connection.query(
+            """
+            SELECT r.job, s.key,
+                   floor((extract(epoch FROM r.started_at) - $1::float8) / $2::float8)::int AS bucket,
+                   sum(s.value::numeric)::bigint AS total
+            FROM caretaker.job_runs r, jsonb_each_text(r.stats) AS s(key, value)
+            WHERE r.started_at >= to_timestamp($1::float8) AND NOT r.dry_run AND r.status <> 'skipped'
+              AND s.value ~ '^-?[0-9]{1,18}$'
+            GROUP BY 1, 2, 3
+            """, start, bucketSeconds
+        ).rows.compactMap { row in
+            guard let job = row["job"], let key = row["key"], let bucket = row.int("bucket"),
+                let total = row.int64("total")
+            else { return nil }
+            return (job, key, bucket, total)
+        }
+    }
+}

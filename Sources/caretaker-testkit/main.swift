@@ -1,0 +1,57 @@
+import CaretakerTestSupport
+import Foundation
+
+/// Test support for the scripts: the bench and the soak read `/proc` through the
+/// same `ProcessStatistics` as the tests do.
+///
+///     caretaker-testkit memory PID           RSS USS PSS THREADS PEAK_RSS PRIVATE_DIRTY ANONYMOUS (KiB)
+///     caretaker-testkit memory PID --top N   the N files whose mappings hold the most resident memory
+///     caretaker-testkit status PID NAME      the number after NAME: in /proc/PID/status
+///     caretaker-testkit wakeups PID SECONDS  SWITCHES THREADS_START THREADS_END THREADS_GONE
+///
+/// `wakeups` sums every thread's voluntary context switches over SECONDS; a thread
+/// born meanwhile counts from zero, one that ended takes its count with it (hence the
+/// thread counts). Exit status 64 for a bad command line, 1 when /proc cannot be read.
+let usage = """
+    usage: caretaker-testkit memory PID [--top N]
+           caretaker-testkit status PID NAME
+           caretaker-testkit wakeups PID SECONDS
+    """
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("caretaker-testkit: \(message)\n".utf8))
+    exit(status)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 2, let pid = pid_t(arguments[1]) else { fail(usage, status: 64) }
+let process = ProcessStatistics(pid: pid)
+do {
+    switch (arguments[0], arguments.count) {
+    case ("memory", 2):
+        let memory = try process.memory()
+        print(memory.rss, memory.uss, memory.pss, memory.threads, memory.peakRSS, memory.privateDirty, memory.anonymous)
+    case ("memory", 4) where arguments[2] == "--top":
+        guard let count = Int(arguments[3]) else { fail(usage, status: 64) }
+        for mapping in try process.largestMappings(count) {
+            let sizes = String(
+                format: "  %6.1f MiB resident, %5.1f MiB private  ",
+                Double(mapping.residentKiB) / 1024, Double(mapping.privateKiB) / 1024)
+            print(sizes + mapping.name)
+        }
+    case ("status", 3):
+        print(try process.status(arguments[2]))
+    case ("wakeups", 3):
+        guard let seconds = Double(arguments[2]) else { fail(usage, status: 64) }
+        let before = try process.voluntarySwitchesByThread()
+        Thread.sleep(forTimeInterval: seconds)
+        let after = try process.voluntarySwitchesByThread()
+        let switches = after.reduce(0) { $0 + $1.value - before[$1.key, default: 0] }
+        let gone = Set(before.keys).subtracting(after.keys).count
+        print(switches, before.count, after.count, gone)
+    default:
+        fail(usage, status: 64)
+    }
+} catch {
+    fail("\(error)", status: 1)
+}

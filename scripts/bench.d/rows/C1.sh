@@ -1,0 +1,183 @@
+# shellcheck shell=bash
+# A row of scripts/bench (sourced by it; helpers in scripts/bench.d/lib.sh).
+# ---------------------------------------------------------------- C1: gentleness
+
+# pg_counters: cluster-wide counters, one line: WAL position (bytes), then pg_stat_wal's
+# records, full page images, buffers-full writes and syncs, then pg_stat_bgwriter's
+# timed and requested checkpoints and buffers written by the checkpointer, the
+# background writer and backends.
+pg_counters() {
+    sql postgres -F ' ' -c "
+        SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, w.wal_records, w.wal_fpi, w.wal_buffers_full, w.wal_sync,
+               b.checkpoints_timed, b.checkpoints_req, b.buffers_checkpoint, b.buffers_clean, b.buffers_backend
+        FROM pg_stat_wal w, pg_stat_bgwriter b"
+}
+
+# cpu_ticks: busy and iowait jiffies of the whole machine, and the total (/proc/stat).
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+
+# c1_sampler FILE: every 0.2 s, the time, autovacuum workers at work, and with a standby
+# its replay lag (ms, from pg_stat_replication) and bytes not yet replayed.
+c1_sampler() {
+    while :; do
+        sql postgres -F ' ' -c "
+            SELECT extract(epoch FROM clock_timestamp()),
+                   (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND query LIKE '%posts%'),
+                   coalesce((SELECT round(extract(epoch FROM max(replay_lag)) * 1000) FROM pg_stat_replication), -1),
+                   coalesce((SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)) FROM pg_stat_replication), -1)" || true
+        sleep 0.2
+    done >>"$1"
+}
+
+# c1_config FILE DB VARIANT: expire-content's configuration for a C1 variant (see --help).
+c1_config() {
+    local extra=() worker=""
+    case $3 in
+        default) ;;
+        low-footprint) worker=$'[worker]\nlow_footprint = true\n' ;;
+        unthrottled) extra=('max_wal_rate = ""' 'synchronous_commit = true') ;;
+        sync) extra=('synchronous_commit = true') ;;
+        compress) extra=('compress_wal = true') ;;
+        rate=*) extra=("max_wal_rate = \"${3#rate=}/s\"") ;;
+        fixed=*) extra=("max_wal_rate = \"${3#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
+        slowdown=*) extra=("max_commit_slowdown = \"${3#slowdown=}%\"") ;;
+        *) echo "scripts/bench: unknown C1 variant $3 (see --help)" >&2; exit 64 ;;
+    esac
+    config "$1" "$2" <<TOML
+$worker
+[jobs.expire-content]
+schedule = "$far"
+catch_up = false
+max_runtime = "1h"
+$(printf '%s\n' "${extra[@]}")
+TOML
+}
+
+# c1_run VARIANT: app load (pgbench, 4 clients, --app-rate tx/s) on a fresh copy; after
+# --baseline seconds, the expiry (the single DELETE, or caretaker configured as VARIANT).
+# Sets c1 to "BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX ROWS SECONDS WAL_MB FPI RECORDS
+# BUFFERS_FULL WAL_SYNCS CKPT_TIMED CKPT_REQ BUF_CKPT BUF_CLEAN BUF_BACKEND CPU_BUSY%
+# IOWAIT% AUTOVACUUM MAX_LAG_MS MAX_LAG_MB THROTTLED_MS BUDGET_CUTS LOWEST_KBPS LAST_KBPS": the p99 of transactions that
+# started before the expiry and of those that started while it ran (same pgbench run,
+# same database, so the ratio compares like with like), and what the cluster did while
+# the expiry ran (counters from its start to 2 s after its end).
+c1_run() {
+    local variant=$1 db=c1_${1//[^a-z0-9]/_}
+    clone seeded "$db"
+    settle "$db"
+    local lo hi
+    read -r lo hi <<<"$(sql "$db" -F ' ' -c "SELECT max(id) - 20000, max(id) FROM posts")"
+    local prefix="$work/c1-$db"
+    [ "$variant" != delete ] && c1_config "$work/$db.toml" "$db" "$variant"
+    : >"$prefix.samples"
+    c1_sampler "$prefix.samples" &
+    local sampler_pid=$!
+    spawned "$sampler_pid"
+    local p0; p0=$(now)
+    pgbench -n -f "$helpers/app.pgbench" -c 4 -j 2 -R "$app_rate" -T 3600 --log --log-prefix="$prefix" \
+        -D packs=1000 -D users=10000 -D recent_lo="$lo" -D recent_hi="$hi" \
+        "$(conninfo "$db")" >"$prefix.out" 2>&1 &
+    local bench_pid=$!
+    spawned "$bench_pid"
+    sleep "$baseline"
+    local t0 t1 rows before after cpu0 cpu1
+    before=$(pg_counters); cpu0=$(cpu_ticks)
+    t0=$(now)
+    if [ "$variant" = delete ]; then
+        rows=$(psql -X -At -v ON_ERROR_STOP=1 "$(conninfo "$db")" -c "DELETE FROM posts WHERE $post_due")
+        rows=${rows#DELETE }
+    else
+        expire_once "$work/$db.toml" || true
+        rows=$(last_run "$db" posts_deleted)
+    fi
+    t1=$(now)
+    # Let transactions that started during the expiry finish and reach the log.
+    sleep 2
+    after=$(pg_counters); cpu1=$(cpu_ticks)
+    kill -TERM "$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+    stop_child "$sampler_pid"
+    local windows
+    windows=$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" "$prefix".*[0-9])
+    local counters
+    counters=$(awk -v a="$before" -v b="$after" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        printf "%.1f", (y[1] - x[1]) / 1048576
+        for (i = 2; i <= n; i++) printf " %d", y[i] - x[i] }')
+    local cpu
+    cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[3] - x[3]; if (t <= 0) t = 1
+        printf "%.0f %.0f", 100 * (y[1] - x[1]) / t, 100 * (y[2] - x[2]) / t }')
+    local during
+    during=$(awk -v from="$t0" -v to="$(calc "$t1 + 2")" '$1 >= from && $1 <= to {
+            if ($2 > av) av = $2; if ($3 > lag) lag = $3; if ($4 > bytes) bytes = $4 }
+        END { printf "%s %d %.1f", (av > 0 ? "yes" : "no"), (lag == "" ? -1 : lag), (bytes == "" ? -1 : bytes / 1048576) }' "$prefix.samples")
+    local throttled="n/a" budget="n/a n/a n/a"
+    if [ "$variant" != delete ]; then
+        throttled=$(last_run "$db" throttled_ms)
+        budget=$(last_run "$db" budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps)
+    fi
+    drop "$db"
+    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled $budget)
+}
+
+# c1_describe: the figures of one c1_run, as the table shows them.
+c1_describe() {
+    local lag=""
+    [ "$standby" = true ] && lag="; standby replay lag max ${c1[20]} ms, ${c1[21]} MB behind"
+    local throttle=""
+    [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
+    [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms, max ${c1[4]} ms, ${c1[3]} tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
+}
+
+row_C1() {
+    : >"$work/c1-points.tsv"
+    local run
+    for run in $(seq 1 "$c1_runs"); do
+        c1_run_label=""
+        [ "$c1_runs" -gt 1 ] && c1_run_label="run $run, "
+        c1_series
+    done
+    if [ -n "$chart" ]; then
+        local durability="durable"; [ "$durable" = true ] || durability="not durable"
+        "$python3" "$helpers/tradeoff_svg.py" "$work/c1-points.tsv" "$chart" \
+            "C1, $(human "$posts") posts, $durability, max_wal_size $(sql postgres -c "SHOW max_wal_size"), app $app_rate tx/s"
+        log "chart written to $chart"
+    fi
+}
+
+# c1_series: the single DELETE, then every other variant, each on a fresh copy.
+c1_series() {
+    local variant d_rate="" ratio rate label target verdict_text
+    local variants=()
+    IFS=, read -r -a variants <<<"$c1_variants"
+    # The single DELETE first: the other rows' rows/s are compared with it.
+    if [[ ",$c1_variants," == *",delete,"* ]]; then
+        c1_run delete
+        d_rate=$(calc "${c1[5]} / ${c1[6]}")
+        ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
+        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
+            "$ratio ($(c1_describe))" "— (reference)" "-"
+        printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
+    fi
+    for variant in "${variants[@]}"; do
+        [ "$variant" = delete ] && continue
+        c1_run "$variant"
+        ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
+        rate=$(calc "${c1[5]} / ${c1[6]}")
+        local speed="" speed_ok=1
+        if [ -n "$d_rate" ]; then
+            local share; share=$(fmt %.2f "$(calc "$rate / $d_rate")")
+            speed="; rows/s ÷ the DELETE's: $share"
+            speed_ok="$share >= 0.5"
+        fi
+        case $variant in
+            default) label="caretaker (defaults)"; target="≤ 2, rows/s ≥ 0.5× DELETE"; verdict_text=$(verdict "$ratio <= 2 && $speed_ok") ;;
+            low-footprint) label="caretaker (low-footprint mode)"; target="≤ 1.5"; verdict_text=$(verdict "$ratio <= 1.5") ;;
+            *) label="caretaker ($variant)"; target="— (tuning option)"; verdict_text="-" ;;
+        esac
+        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
+            "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
+        printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
+    done
+}
