@@ -1,5 +1,6 @@
-@testable import CaretakerCore
 import Testing
+
+@testable import CaretakerCore
 
 /// The adaptive WAL budget's rule (`max_wal_rate` as ceiling, `max_commit_slowdown`), apart from the database.
 @Suite struct WriteBudgetTests {
@@ -22,10 +23,12 @@ import Testing
         #expect(budget.cuts == 0)
     }
 
-    @Test("a commit more than 50% slower than the quietest (plus 1 ms of jitter) halves the rate; one at the limit does not")
+    @Test(
+        "a commit more than 50% slower than the quietest (plus 1 ms of jitter) halves the rate; one at the limit does not"
+    )
     func halves() {
         var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 50)
-        budget.observe(commit: .milliseconds(2))            // the quietest: limit 3 ms + 1 ms
+        budget.observe(commit: .milliseconds(2))  // the quietest: limit 3 ms + 1 ms
         #expect(!budget.heldUp(.milliseconds(4)))
         #expect(budget.heldUp(.microseconds(4001)))
         budget.observe(commit: .milliseconds(4))
@@ -69,7 +72,7 @@ import Testing
 
     @Test("no checkpoint cap until half of what requests a checkpoint is written; then checkpoints 10 s apart")
     func checkpointCap() {
-        let distance: Int64 = 135 * mb            // max_wal_size 256MB, checkpoint_completion_target 0.9
+        let distance: Int64 = 135 * mb  // max_wal_size 256MB, checkpoint_completion_target 0.9
         #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2 - 1, checkpointDistance: distance) == nil)
         #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2, checkpointDistance: distance) == 14_155_776)
         #expect(WriteBudget.checkpointCap(writtenSinceRedo: 3 * distance, checkpointDistance: distance) == 14_155_776)

@@ -160,7 +160,10 @@ struct TableReader {
         try refuseNUL(text, key)
         if text.isEmpty { return nil }
         guard text.hasSuffix("%"), let percent = Int(text.dropLast()), (1...1000).contains(percent) else {
-            throw error(key, "\"\(text)\" is not a percentage: use a whole number from 1 to 1000 and \"%\", e.g. \"50%\"; \"\" turns it off")
+            throw error(
+                key,
+                "\"\(text)\" is not a percentage: use a whole number from 1 to 1000 and \"%\", e.g. \"50%\"; \"\" turns it off"
+            )
         }
         return percent
     }

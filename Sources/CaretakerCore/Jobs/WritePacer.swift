@@ -85,8 +85,9 @@ final class WritePacer {
             try connection.pipeline([.init("BEGIN"), .init(Self.commitProbe), .init("COMMIT")])
         } catch {
             if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
-            logger.warning("the commit probe failed, so the WAL budget stays where it is for this run",
-                           metadata: ["error": "\(error)"])
+            logger.warning(
+                "the commit probe failed, so the WAL budget stays where it is for this run",
+                metadata: ["error": "\(error)"])
             budget = nil
             return
         }
@@ -104,15 +105,21 @@ final class WritePacer {
     /// on PostgreSQL 15). `nil` when it cannot be read.
     private func checkpointCap(on connection: Connection) -> Int64? {
         if checkpointDistance == nil {
-            checkpointDistance = (try? connection.query("""
-                SELECT (pg_size_bytes(current_setting('max_wal_size'))
-                        / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
-                """).first?.int64("distance")) ?? 0
+            checkpointDistance =
+                (try? connection.query(
+                    """
+                    SELECT (pg_size_bytes(current_setting('max_wal_size'))
+                            / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                    """
+                ).first?.int64("distance")) ?? 0
         }
         guard let distance = checkpointDistance, distance > 0,
-              let written = try? connection.query("""
+            let written = try? connection.query(
+                """
                 SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
-                """).first?.int64("written") else { return nil }
+                """
+            ).first?.int64("written")
+        else { return nil }
         return WriteBudget.checkpointCap(writtenSinceRedo: written, checkpointDistance: distance)
     }
 
@@ -128,15 +135,20 @@ final class WritePacer {
     /// other roles' WAL senders: without it, warns once and does not wait.
     private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
         while !shouldStop() {
-            guard let lag = try? connection.query("""
-                SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
-                       count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
-                                          AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
-                FROM pg_stat_replication
-                """, limit.microseconds, walEnd).first else { break }
+            guard
+                let lag = try? connection.query(
+                    """
+                    SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                           count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
+                                              AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
+                    FROM pg_stat_replication
+                    """, limit.microseconds, walEnd
+                ).first
+            else { break }
             if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
                 warnedHiddenReplicas = true
-                logger.warning("""
+                logger.warning(
+                    """
                     a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
                     grant it pg_read_all_stats (or pg_monitor)
                     """)
@@ -144,8 +156,9 @@ final class WritePacer {
             guard lag.int("behind") ?? 0 > 0 else { break }
             if !toldOfLaggingReplica {
                 toldOfLaggingReplica = true
-                logger.info("a standby replays further behind than max_replica_lag; batches wait for it",
-                            metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+                logger.info(
+                    "a standby replays further behind than max_replica_lag; batches wait for it",
+                    metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
             }
             OSThread.sleep(for: Self.replicaPoll)
             waitedForReplicas += Self.replicaPoll

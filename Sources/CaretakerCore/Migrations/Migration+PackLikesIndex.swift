@@ -8,7 +8,9 @@ extension Migration {
     /// Built `CONCURRENTLY`, outside a transaction, as migration 4's indexes are.
     /// `likes` is indexed already (`posts_likes_created_idx`), so updates of
     /// `likes` lose no HOT update to this one.
-    static let packLikesIndex = Migration(version: 8, name: "pack likes index", sql: "", concurrentIndexes: [
-        ConcurrentIndex(name: "posts_pack_likes_idx", definition: "ON {{app}}.posts (pack_id, likes)"),
-    ])
+    static let packLikesIndex = Migration(
+        version: 8, name: "pack likes index", sql: "",
+        concurrentIndexes: [
+            ConcurrentIndex(name: "posts_pack_likes_idx", definition: "ON {{app}}.posts (pack_id, likes)")
+        ])
 }
