@@ -87,7 +87,8 @@ import Testing
     func sparingTheApp() throws {
         let defaults = try parse("")
         let expire = try #require(defaults.job(named: "expire-content"))
-        #expect(expire.maxWALRate == 64 << 20)
+        #expect(expire.maxWALRate == 128 << 20)
+        #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(!expire.synchronousCommit)
         guard case .expireContent(let expiry) = expire.settings else {
@@ -97,19 +98,23 @@ import Testing
         #expect(!expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
-        #expect(mail.synchronousCommit && mail.maxWALRate == 64 << 20 && mail.maxReplicaLag == .seconds(5))
+        #expect(mail.synchronousCommit && mail.maxWALRate == 128 << 20 && mail.maxReplicaLag == .seconds(5))
         let tuned = try parse(
             """
             [jobs.expire-content]
             max_wal_rate = "512kB/s"
             max_replica_lag = "1500ms"
+            max_commit_slowdown = "200%"
             synchronous_commit = true
             [jobs.prune]
             max_wal_rate = ""
             max_replica_lag = ""
+            max_commit_slowdown = ""
             """)
         let tunedExpire = try #require(tuned.job(named: "expire-content"))
         #expect(tunedExpire.maxWALRate == 512 * 1024 && tunedExpire.maxReplicaLag == .milliseconds(1500))
+        #expect(tunedExpire.maxCommitSlowdown == 200)
+        #expect(tuned.job(named: "prune")?.maxCommitSlowdown == nil)
         #expect(tunedExpire.synchronousCommit)
         let off = try #require(tuned.job(named: "prune"))
         #expect(off.maxWALRate == nil && off.maxReplicaLag == nil)
@@ -159,6 +164,9 @@ import Testing
             ("[database]\nurl = 5\n", 2, "database.url"),
             ("[jobs.expire-content]\nmax_wal_rate = \"64MB\"\n", 2, "jobs.expire-content.max_wal_rate"),
             ("[jobs.expire-content]\nmax_wal_rate = \"0MB/s\"\n", 2, "jobs.expire-content.max_wal_rate"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = \"50\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = \"0%\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\nmax_commit_slowdown = 50\n", 2, "jobs.expire-content.max_commit_slowdown"),
             ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
             ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
         ])

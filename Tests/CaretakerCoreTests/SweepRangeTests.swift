@@ -100,11 +100,12 @@ import Testing
         #expect(free.pages == 128)
     }
 
-    @Test("the limit is what the budget allows in 10 ms, or in batch_pause when that is longer")
+    @Test("the limit is 640 kB whatever the rate, or what the budget allows in batch_pause when that is more")
     func limit() {
-        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20) == 671_088)
-        #expect(ExpireContent.sweepWALLimit(rate: 64 << 20, batchPause: .milliseconds(5)) == 671_088)
+        #expect(ExpireContent.sweepWALLimit(rate: 256 << 20) == 655_360)
+        #expect(ExpireContent.sweepWALLimit(rate: 256 << 20, batchPause: .milliseconds(2)) == 655_360)
+        #expect(ExpireContent.sweepWALLimit(rate: 256 << 20, batchPause: .milliseconds(3)) == 805_306)
         #expect(ExpireContent.sweepWALLimit(rate: 16 << 20, batchPause: .milliseconds(100)) == 1_677_721)
-        #expect(ExpireContent.sweepWALLimit(rate: 1) == 1)
+        #expect(ExpireContent.sweepWALLimit(rate: 1) == 655_360)
     }
 }

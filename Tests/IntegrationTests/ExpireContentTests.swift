@@ -93,6 +93,13 @@ import Testing
         try posts(negative, likes: [30, -10])
         let old = try pack(age: "49 hours", members: 3)  // past max_lifetime: due at any popularity
         try posts(old, likes: [500, 500])
+        // One post's likes against the threshold (the index probe that settles most packs, then the count).
+        let oneAt = try pack(age: "30 hours")
+        try posts(oneAt, likes: [25, 0])
+        let oneOver = try pack(age: "30 hours")
+        try posts(oneOver, likes: [0, 26])
+        let oneFarOver = try pack(age: "30 hours")
+        try posts(oneFarOver, likes: [27])
         let stats = try db.runSucceeding("expire-content")
         #expect(try exists(pack: over))
         #expect(try !exists(pack: under))
@@ -100,7 +107,10 @@ import Testing
         #expect(try exists(pack: manyMembers))
         #expect(try exists(pack: negative), "a negative like made a pack go before its likes' deadline")
         #expect(try !exists(pack: old))
-        #expect(stats["packs_deleted"] == 3)
+        #expect(try !exists(pack: oneAt))
+        #expect(try exists(pack: oneOver))
+        #expect(try exists(pack: oneFarOver))
+        #expect(stats["packs_deleted"] == 4)
     }
 
     @Test("admin packs never expire, but their posts do")

@@ -44,6 +44,31 @@ import Testing
         #expect(stats["throttled_ms"] > 0, "\(stats)")
     }
 
+    @Test(
+        "the budget adapts by default: the run probes what a commit costs and reports the rates it went at; max_commit_slowdown = \"\" keeps it fixed"
+    )
+    func budgetAdapts() throws {
+        let db = try Self.backlog(400)
+        let stats = try db.runSucceeding(
+            "expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"64MB/s\"\n")
+        #expect(stats["posts_deleted"] == 400)
+        #expect(stats["wal_rate_last_kbps"] > 0 && stats["wal_rate_last_kbps"] <= 64 * 1024, "\(stats)")
+        #expect(stats["wal_rate_lowest_kbps"] >= 4 * 1024, "the floor is max_wal_rate ÷ 16: \(stats)")
+        #expect(stats.counters.contains { $0.name == "budget_cuts" }, "\(stats)")
+        let fixed = try Self.backlog(400, "fixed")
+        let fixedStats = try fixed.runSucceeding(
+            "expire-content",
+            """
+            [jobs.expire-content]
+            batch_size = 100
+            max_commit_slowdown = ""
+            """)
+        #expect(fixedStats["posts_deleted"] == 400)
+        #expect(
+            !fixedStats.counters.contains { $0.name == "budget_cuts" || $0.name == "wal_rate_last_kbps" },
+            "\(fixedStats)")
+    }
+
     @Test("without a WAL budget the run never pauses for WAL")
     func walBudgetOff() throws {
         let db = try Self.backlog(400)

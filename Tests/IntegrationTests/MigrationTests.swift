@@ -80,8 +80,9 @@ import Testing
             try db.count(
                 """
                 SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx') AND i.indisvalid
-                """) == 4)
+                WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx',
+                                    'posts_pack_likes_idx') AND i.indisvalid
+                """) == 5)
     }
 
     @Test("an index build that failed half-way is dropped and built again by the next migrate")

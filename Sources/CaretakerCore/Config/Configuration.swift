@@ -115,6 +115,9 @@ public struct JobConfiguration: Sendable {
     public var pingURL: String = ""
     /// WAL bytes per second the job's batches may write (`max_wal_rate`); `nil`: no budget.
     public var maxWALRate: Int64?
+    /// With a WAL budget: cut it while a commit takes more than this many percent longer
+    /// than the run's quietest (`max_commit_slowdown`); `nil`: the budget stays at `maxWALRate`.
+    public var maxCommitSlowdown: Int?
     /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
     public var maxReplicaLag: Duration?
     /// `false`: the job's batches commit with `synchronous_commit = off` (the default for a

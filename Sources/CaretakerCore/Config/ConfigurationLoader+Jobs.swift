@@ -8,10 +8,14 @@ extension ConfigurationLoader {
     /// Default rows per transaction; low-footprint mode uses `lowFootprintBatchSize`.
     static let defaultBatchSize = 1000
     static let lowFootprintBatchSize = 200
-    /// `max_wal_rate`: what a backlog's batches may write per second (BENCHMARKS.md, C1);
-    /// in low-footprint mode what an SD card takes without holding up the app's commits.
-    static let defaultMaxWALRate: Int64 = 64 << 20
+    /// `max_wal_rate`: what a backlog's batches may write per second at most (BENCHMARKS.md,
+    /// C1; the budget starts at half of it and follows `max_commit_slowdown`); in
+    /// low-footprint mode what an SD card takes without holding up the app's commits.
+    static let defaultMaxWALRate: Int64 = 128 << 20
     static let lowFootprintMaxWALRate: Int64 = 16 << 20
+    /// `max_commit_slowdown`: how much slower than the run's quietest a commit may get
+    /// before the WAL budget is cut (`WriteBudget`).
+    static let defaultMaxCommitSlowdown = 100
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
 
@@ -127,6 +131,7 @@ extension ConfigurationLoader {
             maxWALRate: try table.optionalRate(
                 "max_wal_rate",
                 default: worker.lowFootprint ? lowFootprintMaxWALRate : defaultMaxWALRate),
+            maxCommitSlowdown: try table.optionalPercent("max_commit_slowdown", default: defaultMaxCommitSlowdown),
             maxReplicaLag: try table.optionalDuration(
                 "max_replica_lag", default: defaultMaxReplicaLag,
                 minimum: .milliseconds(1)),

@@ -150,6 +150,24 @@ struct TableReader {
         return rate
     }
 
+    /// A percentage such as `"50%"` (a whole number, 1 to 1000); absent gives
+    /// `fallback`, `""` turns it off (`nil`).
+    mutating func optionalPercent(_ key: String, default fallback: Int) throws(ConfigurationError) -> Int? {
+        guard let found = value(key) else { return fallback }
+        guard case .string(let text) = found else {
+            throw error(key, "expected a percentage string such as \"50%\", found \(found.typeName)")
+        }
+        try refuseNUL(text, key)
+        if text.isEmpty { return nil }
+        guard text.hasSuffix("%"), let percent = Int(text.dropLast()), (1...1000).contains(percent) else {
+            throw error(
+                key,
+                "\"\(text)\" is not a percentage: use a whole number from 1 to 1000 and \"%\", e.g. \"50%\"; \"\" turns it off"
+            )
+        }
+        return percent
+    }
+
     /// Rejects keys this table does not define.
     func finish() throws(ConfigurationError) {
         let validKeys = consumed.sorted()

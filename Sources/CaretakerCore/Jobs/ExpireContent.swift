@@ -38,10 +38,10 @@ struct ExpireContent: Job {
     /// nearer the single statement's speed; 20 ms stays far below the 50 ms p99
     /// the app can live with (BENCHMARKS.md). Ranges never exceed `batch_size` pages.
     static let sweepTargetDuration: Duration = .milliseconds(20)
-    /// With a WAL budget, one sweep range writes at most what the budget allows in this
-    /// long (64 MB/s: about 640 kB, some 65 pages): small enough that an app commit
-    /// queued behind its flush waits about as long as for its own.
-    static let sweepWALBurst: Duration = .milliseconds(10)
+    /// With a WAL budget, one sweep range writes at most this much WAL (some 65 pages
+    /// of a bulk delete): small enough that an app commit queued behind its flush
+    /// waits about as long as for its own, whatever the rate.
+    static let sweepRangeWAL: Int64 = 640 << 10
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
     static let sweepLockTimeout: Duration = .milliseconds(50)
 
@@ -72,11 +72,10 @@ struct ExpireContent: Job {
     }
 
     /// The WAL one sweep range may write under a budget of `rate` bytes per second:
-    /// what the budget allows in `sweepWALBurst`, or in one `batch_pause` when that is
-    /// longer (low-footprint mode pauses 100 ms after every range anyway).
+    /// `sweepRangeWAL`, or what the budget allows in one `batch_pause` when that is
+    /// more (low-footprint mode pauses 100 ms after every range anyway).
     static func sweepWALLimit(rate: Int64, batchPause: Duration = .zero) -> Int64 {
-        let interval = max(sweepWALBurst, batchPause)
-        return max(1, Int64(Double(rate) * Double(interval.microseconds) / 1_000_000))
+        max(sweepRangeWAL, Int64(Double(rate) * Double(batchPause.microseconds) / 1_000_000))
     }
 }
 

@@ -73,11 +73,27 @@ struct ExpireContentQueries {
         let olderThanMaximum = "created_at <= now() - $2::bigint * interval '1 microsecond'"
         let youngerThanMaximum = "created_at > now() - $2::bigint * interval '1 microsecond'"
 
+        // Before its popularity is counted, a pack must pass a cheaper test: no post
+        // of it alone has more likes than the pack may have and be due. That is one
+        // index-only probe of `posts (pack_id, likes)` (migration 8) per pack, and it
+        // settles almost every pack that is not due. It is computed in float8 and
+        // compared one like higher, so rounding never leaves a due pack out; packs past the
+        // maximum lifetime (due whatever their popularity) always pass it. `OFFSET 0`
+        // keeps the planner from testing `packDue` first.
+        let likesCeiling = """
+            CASE WHEN p.\(olderThanMaximum) THEN 2147483647
+                 ELSE least(floor($3::float8 * (date_part('epoch', now() - p.created_at) * 1000000 - $1::bigint)
+                                  / greatest($2::bigint - $1::bigint, 1)) + 1, 2147483647)::int END
+            """
         selectDuePacks = """
-            SELECT p.id, p.created_at FROM \(s).packs p
-            WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND (p.created_at, p.id) > ($4::timestamptz, $5::bigint)
-              AND \(packDue)
-            ORDER BY p.created_at, p.id LIMIT $6
+            SELECT p.id, p.created_at
+            FROM (SELECT p.id, p.created_at FROM \(s).packs p
+                  WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND (p.created_at, p.id) > ($4::timestamptz, $5::bigint)
+                    AND NOT EXISTS (SELECT FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > \(likesCeiling))
+                  ORDER BY p.created_at, p.id OFFSET 0) candidate
+            JOIN \(s).packs p ON p.id = candidate.id
+            WHERE \(packDue)
+            ORDER BY candidate.created_at, candidate.id LIMIT $6
             FOR UPDATE OF p SKIP LOCKED
             """
         lockPostsOfPacks = """

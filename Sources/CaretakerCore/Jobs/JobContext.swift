@@ -13,6 +13,8 @@ public final class JobContext: @unchecked Sendable {
     public let logger: Logger
     private let startedAt = ContinuousClock.now
     private let stopRequested: @Sendable () -> Bool
+    /// The WAL budget and replica lag the batches keep (`WritePacer.swift`).
+    let pacer: WritePacer
 
     public init(
         connection: Connection, job: JobConfiguration, schema: String, dryRun: Bool,
@@ -25,6 +27,7 @@ public final class JobContext: @unchecked Sendable {
         self.runID = runID
         self.logger = logger
         self.stopRequested = stopRequested
+        pacer = WritePacer(job: job, logger: logger)
     }
 
     // MARK: Stopping early
@@ -118,9 +121,9 @@ public final class JobContext: @unchecked Sendable {
             let started = ContinuousClock.now
             let results = try connection.pipeline([
                 .init("BEGIN"), batchStart(lockTimeout), .init(sql, parameters),
-                .init(Self.walPosition), .init("COMMIT"),
+                .init(WritePacer.walPosition), .init("COMMIT"),
             ])
-            spent(from: results[1], to: results[3], startedAt: started)
+            pacer.book(from: results[1], to: results[3], startedAt: started)
             return results[2]
         }
     }
@@ -141,14 +144,10 @@ public final class JobContext: @unchecked Sendable {
         }
     }
 
-    /// The WAL insert position in bytes, read at both ends of every batch: what the
-    /// batch wrote (with whatever the app wrote meanwhile) is the difference.
-    static let walPosition = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position"
-
     /// Reads the WAL position and commits, in one round trip.
     private func commit(from start: QueryResult, startedAt started: ContinuousClock.Instant) throws {
-        let results = try connection.pipeline([.init(Self.walPosition), .init("COMMIT")])
-        spent(from: start, to: results[0], startedAt: started)
+        let results = try connection.pipeline([.init(WritePacer.walPosition), .init("COMMIT")])
+        pacer.book(from: start, to: results[0], startedAt: started)
     }
 
     /// The batch's settings for the current transaction only (what `SET LOCAL` does),
@@ -172,7 +171,7 @@ public final class JobContext: @unchecked Sendable {
             settings += ", set_config('wal_compression', $\(parameters.count), true)"
         }
         if job.maxWALRate != nil {
-            parameters.append(Self.backendFlushAfter)
+            parameters.append(WritePacer.backendFlushAfter)
             settings += ", set_config('backend_flush_after', $\(parameters.count), true)"
         }
         return .init(
@@ -182,13 +181,6 @@ public final class JobContext: @unchecked Sendable {
                    pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position
             """, parameters)
     }
-
-    /// With a WAL budget, the pages a batch's backend has to write out itself (to make
-    /// room in shared buffers) are pushed to disk every 256 kB, as the checkpointer
-    /// does with its own (`checkpoint_flush_after`): left in the kernel's cache (the
-    /// default, 0), a backlog's gigabyte of them is flushed all at once by the next
-    /// checkpoint's fsync, and the app's commits queue behind it.
-    static let backendFlushAfter = "256kB"
 
     /// The `wal_compression` method the batches set, once `compressFullPageImages()` found one allowed.
     public private(set) var walCompression: String?
@@ -213,83 +205,6 @@ public final class JobContext: @unchecked Sendable {
             }
         }
         return nil
-    }
-
-    // MARK: Sparing the app: WAL budget and replica lag
-
-    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
-    public private(set) var walBytes: Int64 = 0
-    /// WAL the latest batch wrote, in bytes.
-    public private(set) var lastBatchWAL: Int64 = 0
-    private var walPacer: WALPacer?
-    /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
-    private var walEnd: Int64 = 0
-    private var throttled: Duration = .zero
-    private var waitedForReplicas: Duration = .zero
-    private var warnedHiddenReplicas = false
-    private var toldOfLaggingReplica = false
-
-    /// Books a batch's WAL (positions read at its start and just before its commit) on
-    /// the budget, from the instant the batch started: its own run time counts.
-    private func spent(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
-        guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
-        walEnd = to
-        lastBatchWAL = max(0, to - from)
-        walBytes += lastBatchWAL
-        guard let rate = job.maxWALRate else { return }
-        if walPacer == nil { walPacer = WALPacer(bytesPerSecond: rate) }
-        walPacer?.spend(lastBatchWAL, at: started)
-    }
-
-    /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
-    /// budget (`max_wal_rate`), and, while a streaming standby replays further behind
-    /// than `max_replica_lag`, until it has replayed the latest batch.
-    public func pauseBetweenBatches() {
-        guard !recordStopIfDue() else { return }
-        let owed = walPacer?.pause(at: .now) ?? .zero
-        if owed > job.batchPause { throttled += owed - job.batchPause }
-        let pause = max(job.batchPause, owed)
-        if pause > .zero { OSThread.sleep(for: pause) }
-        if let limit = job.maxReplicaLag { waitForReplicas(limit) }
-    }
-
-    /// How often a lagging standby is asked again.
-    static let replicaPoll: Duration = .milliseconds(100)
-
-    /// Polls `pg_stat_replication` until no standby both reports a replay lag over
-    /// `limit` and has yet to replay the latest batch (a standby that caught up
-    /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
-    /// other roles' WAL senders: without it, warns once and does not wait.
-    private func waitForReplicas(_ limit: Duration) {
-        while !recordStopIfDue() {
-            guard
-                let lag = try? connection.query(
-                    """
-                    SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
-                           count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
-                                              AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
-                    FROM pg_stat_replication
-                    """, limit.microseconds, walEnd
-                ).first
-            else { break }
-            if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
-                warnedHiddenReplicas = true
-                logger.warning(
-                    """
-                    a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
-                    grant it pg_read_all_stats (or pg_monitor)
-                    """)
-            }
-            guard lag.int("behind") ?? 0 > 0 else { break }
-            if !toldOfLaggingReplica {
-                toldOfLaggingReplica = true
-                logger.info(
-                    "a standby replays further behind than max_replica_lag; batches wait for it",
-                    metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
-            }
-            OSThread.sleep(for: Self.replicaPoll)
-            waitedForReplicas += Self.replicaPoll
-        }
     }
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {
@@ -364,8 +279,7 @@ public final class JobContext: @unchecked Sendable {
     func finish(_ stats: JobStats) -> JobStats {
         var stats = stats
         for (counter, count) in blocked.counts { stats.add(counter, count) }
-        if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
-        if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
+        pacer.addStats(to: &stats)
         if !blocked.isEmpty {
             var metadata: Logger.Metadata = ["cause": "\(blocked.causes)", "ids": "\(blocked.sampleIDs)"]
             for (counter, count) in blocked.counts { metadata[counter] = "\(count)" }
@@ -377,29 +291,6 @@ public final class JobContext: @unchecked Sendable {
     /// `"2000ms"`: a value `set_config` understands for the timeout settings.
     static func milliseconds(_ duration: Duration) -> String {
         "\(max(1, duration.microseconds / 1000))ms"
-    }
-}
-
-/// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`
-/// of the budget's time line, from when it started or when the previous booking
-/// ends, whichever is later; the next batch waits until the booking ends, so the
-/// batches' own run time counts and the WAL goes at the rate set. A run never
-/// saves up budget while it is not writing, so it cannot burst.
-struct WALPacer {
-    let bytesPerSecond: Int64
-    private var bookedUntil: ContinuousClock.Instant?
-
-    init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
-
-    mutating func spend(_ bytes: Int64, at instant: ContinuousClock.Instant) {
-        let start = max(bookedUntil ?? instant, instant)
-        bookedUntil = start + .microseconds(Int64(Double(bytes) * 1_000_000 / Double(bytesPerSecond)))
-    }
-
-    /// How long to wait at `instant` before the next batch.
-    func pause(at instant: ContinuousClock.Instant) -> Duration {
-        guard let bookedUntil, bookedUntil > instant else { return .zero }
-        return bookedUntil - instant
     }
 }
 

@@ -29,6 +29,7 @@ public struct Migration: Sendable {
         .expiryIndexes,
         .deadlineTrigger,
         .jobAlerts,
+        .packLikesIndex,
     ]
 
     /// The SQL with the app schema substituted.

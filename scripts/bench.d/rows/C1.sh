@@ -39,6 +39,8 @@ c1_config() {
         sync) extra=('synchronous_commit = true') ;;
         compress) extra=('compress_wal = true') ;;
         rate=*) extra=("max_wal_rate = \"${3#rate=}/s\"") ;;
+        fixed=*) extra=("max_wal_rate = \"${3#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
+        slowdown=*) extra=("max_commit_slowdown = \"${3#slowdown=}%\"") ;;
         *) echo "scripts/bench: unknown C1 variant $3 (see --help)" >&2; exit 64 ;;
     esac
     config "$1" "$2" <<TOML
@@ -55,7 +57,7 @@ TOML
 # --baseline seconds, the expiry (the single DELETE, or caretaker configured as VARIANT).
 # Sets c1 to "BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX ROWS SECONDS WAL_MB FPI RECORDS
 # BUFFERS_FULL WAL_SYNCS CKPT_TIMED CKPT_REQ BUF_CKPT BUF_CLEAN BUF_BACKEND CPU_BUSY%
-# IOWAIT% AUTOVACUUM MAX_LAG_MS MAX_LAG_MB THROTTLED_MS": the p99 of transactions that
+# IOWAIT% AUTOVACUUM MAX_LAG_MS MAX_LAG_MB THROTTLED_MS BUDGET_CUTS LOWEST_KBPS LAST_KBPS": the p99 of transactions that
 # started before the expiry and of those that started while it ran (same pgbench run,
 # same database, so the ratio compares like with like), and what the cluster did while
 # the expiry ran (counters from its start to 2 s after its end).
@@ -109,10 +111,13 @@ c1_run() {
     during=$(awk -v from="$t0" -v to="$(calc "$t1 + 2")" '$1 >= from && $1 <= to {
             if ($2 > av) av = $2; if ($3 > lag) lag = $3; if ($4 > bytes) bytes = $4 }
         END { printf "%s %d %.1f", (av > 0 ? "yes" : "no"), (lag == "" ? -1 : lag), (bytes == "" ? -1 : bytes / 1048576) }' "$prefix.samples")
-    local throttled="n/a"
-    [ "$variant" != delete ] && throttled=$(last_run "$db" throttled_ms)
+    local throttled="n/a" budget="n/a n/a n/a"
+    if [ "$variant" != delete ]; then
+        throttled=$(last_run "$db" throttled_ms)
+        budget=$(last_run "$db" budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps)
+    fi
     drop "$db"
-    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled)
+    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled $budget)
 }
 
 # c1_describe: the figures of one c1_run, as the table shows them.
@@ -121,12 +126,29 @@ c1_describe() {
     [ "$standby" = true ] && lag="; standby replay lag max ${c1[20]} ms, ${c1[21]} MB behind"
     local throttle=""
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
+    [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     echo "p99 ${c1[1]} vs ${c1[0]} ms, max ${c1[4]} ms, ${c1[3]} tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
 }
 
 row_C1() {
-    local variant d_rate="" ratio rate label target verdict_text
     : >"$work/c1-points.tsv"
+    local run
+    for run in $(seq 1 "$c1_runs"); do
+        c1_run_label=""
+        [ "$c1_runs" -gt 1 ] && c1_run_label="run $run, "
+        c1_series
+    done
+    if [ -n "$chart" ]; then
+        local durability="durable"; [ "$durable" = true ] || durability="not durable"
+        "$python3" "$helpers/tradeoff_svg.py" "$work/c1-points.tsv" "$chart" \
+            "C1, $(human "$posts") posts, $durability, max_wal_size $(sql postgres -c "SHOW max_wal_size"), app $app_rate tx/s"
+        log "chart written to $chart"
+    fi
+}
+
+# c1_series: the single DELETE, then every other variant, each on a fresh copy.
+c1_series() {
+    local variant d_rate="" ratio rate label target verdict_text
     local variants=()
     IFS=, read -r -a variants <<<"$c1_variants"
     # The single DELETE first: the other rows' rows/s are compared with it.
@@ -134,7 +156,7 @@ row_C1() {
         c1_run delete
         d_rate=$(calc "${c1[5]} / ${c1[6]}")
         ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
-        result C1 "app writes during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
+        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
     fi
@@ -154,14 +176,8 @@ row_C1() {
             low-footprint) label="caretaker (low-footprint mode)"; target="≤ 1.5"; verdict_text=$(verdict "$ratio <= 1.5") ;;
             *) label="caretaker ($variant)"; target="— (tuning option)"; verdict_text="-" ;;
         esac
-        result C1 "app writes during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
+        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
     done
-    if [ -n "$chart" ]; then
-        local durability="durable"; [ "$durable" = true ] || durability="not durable"
-        "$python3" "$helpers/tradeoff_svg.py" "$work/c1-points.tsv" "$chart" \
-            "C1, $(human "$posts") posts, $durability, max_wal_size $(sql postgres -c "SHOW max_wal_size"), app $app_rate tx/s"
-        log "chart written to $chart"
-    fi
 }

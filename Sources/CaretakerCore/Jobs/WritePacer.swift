@@ -1,0 +1,293 @@
+import Logging
+import Postgres
+
+/// How a job's batches spare the app: the WAL budget (`max_wal_rate`, steered by
+/// `max_commit_slowdown`), `batch_pause` and the standbys' replay lag
+/// (`max_replica_lag`). `JobContext` books every batch's WAL here and asks it how
+/// long to wait before the next one.
+final class WritePacer {
+    private let job: JobConfiguration
+    private let logger: Logger
+
+    init(job: JobConfiguration, logger: Logger) {
+        self.job = job
+        self.logger = logger
+        if let ceiling = job.maxWALRate {
+            budget = job.maxCommitSlowdown.map { WriteBudget(ceiling: ceiling, slowdownPercent: $0) }
+            walPacer = WALPacer(bytesPerSecond: budget?.bytesPerSecond ?? ceiling)
+        }
+    }
+
+    /// The WAL insert position in bytes, read at both ends of every batch: what the
+    /// batch wrote (with whatever the app wrote meanwhile) is the difference.
+    static let walPosition = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS wal_position"
+
+    /// With a WAL budget, the pages a batch's backend has to write out itself (to make
+    /// room in shared buffers) are pushed to disk every 256 kB, as the checkpointer
+    /// does with its own (`checkpoint_flush_after`): left in the kernel's cache (the
+    /// default, 0), a backlog's gigabyte of them is flushed all at once by the next
+    /// checkpoint's fsync, and the app's commits queue behind it.
+    static let backendFlushAfter = "256kB"
+
+    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
+    private(set) var walBytes: Int64 = 0
+    /// WAL the latest batch wrote, in bytes.
+    private(set) var lastBatchWAL: Int64 = 0
+    private var walPacer: WALPacer?
+    /// The rate the WAL budget follows, when it adapts (`max_commit_slowdown`).
+    private var budget: WriteBudget?
+    private var lastProbe: ContinuousClock.Instant?
+    /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
+    private var walEnd: Int64 = 0
+    private var throttled: Duration = .zero
+    private var waitedForReplicas: Duration = .zero
+    private var warnedHiddenReplicas = false
+    private var toldOfLaggingReplica = false
+
+    /// Books a batch's WAL (positions read at its start and just before its commit) on
+    /// the budget, from the instant the batch started: its own run time counts.
+    func book(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
+        guard let from = start.first?.int64("wal_position"), let to = end.first?.int64("wal_position") else { return }
+        walEnd = to
+        lastBatchWAL = max(0, to - from)
+        walBytes += lastBatchWAL
+        walPacer?.spend(lastBatchWAL, at: started)
+    }
+
+    /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
+    /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
+    /// while a streaming standby replays further behind than `max_replica_lag`,
+    /// until it has replayed the latest batch.
+    func pause(on connection: Connection, shouldStop: () -> Bool) {
+        let owed = walPacer?.pause(at: .now) ?? .zero
+        if owed > job.batchPause { throttled += owed - job.batchPause }
+        let pause = max(job.batchPause, owed)
+        if pause > .zero { OSThread.sleep(for: pause) }
+        if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
+            probeCommit(on: connection)
+        }
+        if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
+    }
+
+    /// Times what a commit costs now, as an app's would: a transaction that takes an
+    /// xid and commits durably, so its commit waits for the flush of all the WAL
+    /// before it. It runs after the pause, not straight after a batch: there it would
+    /// always time the flush of the latest range (bounded to 640 kB anyway); after
+    /// the pause it sees lasting congestion, such as checkpoints or another
+    /// process's I/O. It does not see the full page images the app writes after
+    /// each checkpoint: `checkpointCap` is for those. The budget follows what it
+    /// finds. A probe that fails (e.g. a read-only standby) turns the adaptation
+    /// off for the run.
+    private func probeCommit(on connection: Connection) {
+        let started = ContinuousClock.now
+        lastProbe = started
+        do {
+            try connection.pipeline([.init("BEGIN"), .init(Self.commitProbe), .init("COMMIT")])
+        } catch {
+            if connection.isHealthy { _ = try? connection.query("ROLLBACK") }
+            logger.warning(
+                "the commit probe failed, so the WAL budget stays where it is for this run",
+                metadata: ["error": "\(error)"])
+            budget = nil
+            return
+        }
+        budget?.observe(commit: .now - started)
+        budget?.checkpointCap = checkpointCap(on: connection)
+        if let budget { walPacer?.bytesPerSecond = budget.bytesPerSecond }
+    }
+
+    /// WAL that requests a checkpoint (`max_wal_size ÷ (1 + checkpoint_completion_target)`),
+    /// read at the first probe; `0` when it could not be read (no cap then).
+    private var checkpointDistance: Int64?
+
+    /// The rate `WriteBudget.checkpointCap` allows now, from the WAL written since the
+    /// latest checkpoint's redo point (`pg_control_checkpoint()`, which any role may call
+    /// on PostgreSQL 15). `nil` when it cannot be read.
+    private func checkpointCap(on connection: Connection) -> Int64? {
+        if checkpointDistance == nil {
+            checkpointDistance =
+                (try? connection.query(
+                    """
+                    SELECT (pg_size_bytes(current_setting('max_wal_size'))
+                            / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                    """
+                ).first?.int64("distance")) ?? 0
+        }
+        guard let distance = checkpointDistance, distance > 0,
+            let written = try? connection.query(
+                """
+                SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
+                """
+            ).first?.int64("written")
+        else { return nil }
+        return WriteBudget.checkpointCap(writtenSinceRedo: written, checkpointDistance: distance)
+    }
+
+    /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
+    static let commitProbe = "SELECT set_config('synchronous_commit', 'on', true), txid_current()"
+
+    /// How often a lagging standby is asked again.
+    static let replicaPoll: Duration = .milliseconds(100)
+
+    /// Polls `pg_stat_replication` until no standby both reports a replay lag over
+    /// `limit` and has yet to replay the latest batch (a standby that caught up
+    /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
+    /// other roles' WAL senders: without it, warns once and does not wait.
+    private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
+        while !shouldStop() {
+            guard
+                let lag = try? connection.query(
+                    """
+                    SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                           count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
+                                              AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
+                    FROM pg_stat_replication
+                    """, limit.microseconds, walEnd
+                ).first
+            else { break }
+            if lag.int("hidden") ?? 0 > 0, !warnedHiddenReplicas {
+                warnedHiddenReplicas = true
+                logger.warning(
+                    """
+                    a standby's replay position is hidden from this role, so max_replica_lag cannot be kept: \
+                    grant it pg_read_all_stats (or pg_monitor)
+                    """)
+            }
+            guard lag.int("behind") ?? 0 > 0 else { break }
+            if !toldOfLaggingReplica {
+                toldOfLaggingReplica = true
+                logger.info(
+                    "a standby replays further behind than max_replica_lag; batches wait for it",
+                    metadata: ["max_replica_lag": "\(DurationText.format(limit))"])
+            }
+            OSThread.sleep(for: Self.replicaPoll)
+            waitedForReplicas += Self.replicaPoll
+        }
+    }
+
+    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them; with an
+    /// adaptive budget, `budget_cuts` and the lowest and last rate (`wal_rate_*_kbps`).
+    func addStats(to stats: inout JobStats) {
+        if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if let budget, lastProbe != nil {
+            stats.add("budget_cuts", budget.cuts)
+            stats.add("wal_rate_lowest_kbps", Int(budget.lowest / 1024))
+            stats.add("wal_rate_last_kbps", Int(budget.bytesPerSecond / 1024))
+        }
+        if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
+    }
+}
+
+extension JobContext {
+    /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
+    public var walBytes: Int64 { pacer.walBytes }
+    /// WAL the latest batch wrote, in bytes.
+    public var lastBatchWAL: Int64 { pacer.lastBatchWAL }
+
+    /// Waits as the job's budgets ask between two batches (`WritePacer.pause`);
+    /// not at all when the run is to stop (`recordStopIfDue()`).
+    public func pauseBetweenBatches() {
+        guard !recordStopIfDue() else { return }
+        pacer.pause(on: connection) { recordStopIfDue() }
+    }
+}
+
+/// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`
+/// of the budget's time line, from when it started or when the previous booking
+/// ends, whichever is later; the next batch waits until the booking ends, so the
+/// batches' own run time counts and the WAL goes at the rate set. A run never
+/// saves up budget while it is not writing, so it cannot burst.
+struct WALPacer {
+    /// The rate later bookings are made at (earlier ones keep theirs).
+    var bytesPerSecond: Int64 {
+        didSet { bytesPerSecond = max(1, bytesPerSecond) }
+    }
+    private var bookedUntil: ContinuousClock.Instant?
+
+    init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
+
+    mutating func spend(_ bytes: Int64, at instant: ContinuousClock.Instant) {
+        let start = max(bookedUntil ?? instant, instant)
+        bookedUntil = start + .microseconds(Int64(Double(bytes) * 1_000_000 / Double(bytesPerSecond)))
+    }
+
+    /// How long to wait at `instant` before the next batch.
+    func pause(at instant: ContinuousClock.Instant) -> Duration {
+        guard let bookedUntil, bookedUntil > instant else { return .zero }
+        return bookedUntil - instant
+    }
+}
+
+/// The WAL budget's rate, adapting in the manner of TCP's congestion control (AIMD)
+/// to what a commit costs: a commit probe every `probeInterval`; when one takes more
+/// than `slowdownPercent` longer than the quietest seen this run (plus `jitter`),
+/// the app's commits are being held up, and the rate halves; otherwise it grows by
+/// `1/16` of `ceiling`, so it climbs back from the floor in about 1.6 s. It starts
+/// at half of `ceiling` (`max_wal_rate`) and stays between `ceiling ÷ 16` and
+/// `ceiling`. The quietest commit is the run's own reference, so the same rule
+/// holds on an SSD and on an SD card, whatever the app's transactions look like.
+/// While a backlog forces checkpoints, `checkpointCap` also holds the rate down.
+struct WriteBudget {
+    static let probeInterval: Duration = .milliseconds(100)
+    /// A commit this much slower than the quietest never counts as held up (an fsync's jitter on a fast disk).
+    static let jitter: Duration = .milliseconds(1)
+    static let increaseShare = 16
+    static let floorShare: Int64 = 16
+
+    let ceiling: Int64
+    let slowdownPercent: Int
+    /// The AIMD rate, before the checkpoint cap.
+    private(set) var aimdRate: Int64
+    /// The lowest rate the run went down to.
+    private(set) var lowest: Int64
+    /// How many times the rate was cut.
+    private(set) var cuts = 0
+    private(set) var quietest: Duration?
+
+    init(ceiling: Int64, slowdownPercent: Int) {
+        self.ceiling = max(Self.floorShare, ceiling)
+        self.slowdownPercent = slowdownPercent
+        aimdRate = self.ceiling / 2
+        lowest = aimdRate
+    }
+
+    var floor: Int64 { ceiling / Self.floorShare }
+
+    /// True when a commit that took `latency` was held up, against the quietest so far.
+    func heldUp(_ latency: Duration) -> Bool {
+        guard let quietest else { return false }
+        return latency > quietest * (100 + slowdownPercent) / 100 + Self.jitter
+    }
+
+    /// A cap on the rate while a backlog forces checkpoints (`checkpointCap(…)`); `nil`: none.
+    var checkpointCap: Int64? {
+        didSet { lowest = min(lowest, bytesPerSecond) }
+    }
+
+    /// The rate the WAL pacer books at: the AIMD rate, under the checkpoint cap.
+    var bytesPerSecond: Int64 { max(1, min(aimdRate, checkpointCap ?? aimdRate)) }
+
+    /// Once the WAL written since the latest checkpoint's redo point reaches half of
+    /// what requests a checkpoint, this backlog will force checkpoints. Each one makes
+    /// the app's next change of every page it touches a full page image, and writes out
+    /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
+    /// them at least `checkpointSpacing` apart (`max_wal_size = 256MB`: 13.5 MB/s;
+    /// 1GB: 54 MB/s). Below half the distance, no cap: a backlog that fits stays fast.
+    static func checkpointCap(writtenSinceRedo written: Int64, checkpointDistance distance: Int64) -> Int64? {
+        guard distance > 0, written >= distance / 2 else { return nil }
+        return max(1, distance * 1_000_000 / checkpointSpacing.microseconds)
+    }
+
+    static let checkpointSpacing: Duration = .seconds(10)
+
+    mutating func observe(commit latency: Duration) {
+        if heldUp(latency) {
+            aimdRate = max(floor, aimdRate / 2)
+            cuts += 1
+        } else {
+            aimdRate = min(ceiling, aimdRate + ceiling / Int64(Self.increaseShare))
+        }
+        lowest = min(lowest, bytesPerSecond)
+        quietest = min(quietest ?? latency, latency)
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+
+@testable import CaretakerCore
+
+/// The adaptive WAL budget's rule (`max_wal_rate` as ceiling, `max_commit_slowdown`), apart from the database.
+@Suite struct WriteBudgetTests {
+    let mb: Int64 = 1 << 20
+
+    @Test("the budget starts at half of max_wal_rate")
+    func starts() {
+        let budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 50)
+        #expect(budget.bytesPerSecond == 64 * mb)
+        #expect(budget.floor == 8 * mb)
+    }
+
+    @Test("commits as fast as the quietest: the rate grows by 1/16 of the ceiling per probe, up to the ceiling")
+    func grows() {
+        var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 50)
+        budget.observe(commit: .milliseconds(2))
+        #expect(budget.bytesPerSecond == 72 * mb)
+        for _ in 0..<20 { budget.observe(commit: .milliseconds(2)) }
+        #expect(budget.bytesPerSecond == 128 * mb)
+        #expect(budget.cuts == 0)
+    }
+
+    @Test(
+        "a commit more than 50% slower than the quietest (plus 1 ms of jitter) halves the rate; one at the limit does not"
+    )
+    func halves() {
+        var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 50)
+        budget.observe(commit: .milliseconds(2))  // the quietest: limit 3 ms + 1 ms
+        #expect(!budget.heldUp(.milliseconds(4)))
+        #expect(budget.heldUp(.microseconds(4001)))
+        budget.observe(commit: .milliseconds(4))
+        #expect(budget.bytesPerSecond == 80 * mb)
+        budget.observe(commit: .milliseconds(10))
+        #expect(budget.bytesPerSecond == 40 * mb)
+        #expect(budget.cuts == 1)
+        #expect(budget.lowest == 40 * mb)
+    }
+
+    @Test("held-up commits take the rate down to the floor, ceiling ÷ 16, and no lower")
+    func floor() {
+        var budget = WriteBudget(ceiling: 16 * mb, slowdownPercent: 50)
+        budget.observe(commit: .milliseconds(20))
+        for _ in 0..<10 { budget.observe(commit: .milliseconds(200)) }
+        #expect(budget.bytesPerSecond == 1 * mb)
+        #expect(budget.lowest == 1 * mb)
+    }
+
+    @Test("the first probe is the reference: it cannot be held up; a quieter one later lowers the reference")
+    func reference() {
+        var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)
+        budget.observe(commit: .milliseconds(50))
+        #expect(budget.cuts == 0 && budget.quietest == .milliseconds(50))
+        budget.observe(commit: .milliseconds(5))
+        #expect(budget.quietest == .milliseconds(5))
+        #expect(budget.heldUp(.milliseconds(12)))
+        #expect(!budget.heldUp(.milliseconds(11)))
+    }
+
+    @Test("the WAL pacer books at the new rate once the budget changes it")
+    func pacerFollows() {
+        let start = ContinuousClock.now
+        var pacer = WALPacer(bytesPerSecond: 1 * mb)
+        pacer.bytesPerSecond = 2 * mb
+        pacer.spend(1 * mb, at: start)
+        #expect(pacer.pause(at: start) == .milliseconds(500))
+        pacer.bytesPerSecond = 0
+        #expect(pacer.bytesPerSecond == 1)
+    }
+
+    @Test("no checkpoint cap until half of what requests a checkpoint is written; then checkpoints 10 s apart")
+    func checkpointCap() {
+        let distance: Int64 = 135 * mb  // max_wal_size 256MB, checkpoint_completion_target 0.9
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2 - 1, checkpointDistance: distance) == nil)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: distance / 2, checkpointDistance: distance) == 14_155_776)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: 3 * distance, checkpointDistance: distance) == 14_155_776)
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: 1, checkpointDistance: 0) == nil)
+    }
+
+    @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")
+    func capAndAIMD() {
+        var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)
+        budget.checkpointCap = 10 * mb
+        #expect(budget.bytesPerSecond == 10 * mb && budget.lowest == 10 * mb)
+        budget.observe(commit: .milliseconds(1))
+        #expect(budget.aimdRate == 72 * mb && budget.bytesPerSecond == 10 * mb)
+        budget.checkpointCap = nil
+        #expect(budget.bytesPerSecond == 72 * mb)
+    }
+}
