@@ -234,16 +234,12 @@ private final class ExpireContentPass {
 
     /// The heap pages `posts` has now (deleted rows leave their pages behind until VACUUM).
     private func heapPages() throws -> Int64 {
-        try context.connection.query(
-            """
-            SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages
-            """, context.schema + ".posts"
-        ).first?.int64("pages") ?? 0
+        let posts = context.schema + ".posts"
+        return try context.connection.query(ExpireContentQueries.heapPages, posts).first?.int64("pages") ?? 0
     }
 
     /// How many posts a sample of the heap's `pages` pages found, and how many of them are due.
     private func sampleDuePosts(pages: Int64) throws -> (sampled: Int, due: Int) {
-        let s = context.schema
         // A fixed number of pages spread over the heap, read by a TID scan: the cost
         // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
         let sample = try context.inBatch { connection in
@@ -251,11 +247,7 @@ private final class ExpireContentPass {
             // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
             try connection.execute(script: "SET LOCAL enable_seqscan = off")
             return try connection.query(
-                """
-                SELECT count(*) AS sampled,
-                       count(*) FILTER (WHERE s.created_at + \(ExpireContentQueries.lifetime(of: "s.likes")) <= now()) AS due
-                FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
-                """, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
+                queries.sampleDuePosts, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
             ).first
         }
         return (sample?.int("sampled") ?? 0, sample?.int("due") ?? 0)
