@@ -41,6 +41,16 @@ struct TableReader {
         return text
     }
 
+    /// The text of a key that `""` turns off: `nil` for `""`; not a string, or one
+    /// holding a NUL byte, is refused with what was `expected`.
+    private func textUnlessOff(
+        _ found: TOMLValue, _ key: String, expected: String
+    ) throws(ConfigurationError) -> String? {
+        guard case .string(let text) = found else { throw mismatch(key, expected, found) }
+        try refuseNUL(text, key)
+        return text.isEmpty ? nil : text
+    }
+
     private func refuseNUL(_ text: String, _ key: String) throws(ConfigurationError) {
         if text.utf8.contains(0) {
             throw error(key, "contains a NUL byte (\\u0000), which cannot be passed on safely: remove it")
@@ -98,12 +108,9 @@ struct TableReader {
         _ key: String, minimum: Duration = .zero,
         maximum: Duration? = nil
     ) throws(ConfigurationError) -> Duration? {
-        guard let found = value(key) else { return nil }
-        guard case .string(let text) = found else {
-            throw error(key, "expected a duration string such as \"90s\", found \(found.typeName)")
-        }
-        try refuseNUL(text, key)
-        if text.isEmpty { return nil }
+        guard let found = value(key),
+            let text = try textUnlessOff(found, key, expected: "a duration string such as \"90s\"")
+        else { return nil }
         guard let duration = DurationText.parse(text) else {
             throw error(
                 key,
@@ -135,11 +142,7 @@ struct TableReader {
     /// 1024-based as in PostgreSQL); absent gives `fallback`, `""` turns it off (`nil`).
     mutating func optionalRate(_ key: String, default fallback: Int64) throws(ConfigurationError) -> Int64? {
         guard let found = value(key) else { return fallback }
-        guard case .string(let text) = found else {
-            throw error(key, "expected a rate string such as \"64MB/s\", found \(found.typeName)")
-        }
-        try refuseNUL(text, key)
-        if text.isEmpty { return nil }
+        guard let text = try textUnlessOff(found, key, expected: "a rate string such as \"64MB/s\"") else { return nil }
         guard let rate = ByteRateText.parse(text) else {
             throw error(
                 key,
@@ -154,11 +157,9 @@ struct TableReader {
     /// `fallback`, `""` turns it off (`nil`).
     mutating func optionalPercent(_ key: String, default fallback: Int) throws(ConfigurationError) -> Int? {
         guard let found = value(key) else { return fallback }
-        guard case .string(let text) = found else {
-            throw error(key, "expected a percentage string such as \"50%\", found \(found.typeName)")
+        guard let text = try textUnlessOff(found, key, expected: "a percentage string such as \"50%\"") else {
+            return nil
         }
-        try refuseNUL(text, key)
-        if text.isEmpty { return nil }
         guard text.hasSuffix("%"), let percent = Int(text.dropLast()), (1...1000).contains(percent) else {
             throw error(
                 key,
