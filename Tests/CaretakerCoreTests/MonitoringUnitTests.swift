@@ -129,6 +129,27 @@ import Testing
         }
     }
 
+    /// The loopback interface has an IPv6 address (`::1`) on this machine.
+    static let hasIPv6Loopback =
+        (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))?
+        .contains("00000000000000000000000000000001") ?? false
+
+    @Test(
+        "an IPv6 address binds: the kernel's port for :0, the address in use for a second server",
+        .enabled(if: hasIPv6Loopback))
+    func ipv6Listen() throws {
+        let first = try MetricsHTTPServer(ListenAddress(metrics: "[::1]:0")!)
+        #expect(first.port > 0)
+        #expect(first.boundAddress == "[::1]:\(first.port)")
+        do {
+            _ = try MetricsHTTPServer(ListenAddress(metrics: "[::1]:\(first.port)")!)
+            Issue.record("a second server bound [::1]:\(first.port)")
+        } catch {
+            #expect(
+                error.description == "cannot listen on [::1]:\(first.port) ([metrics] listen): Address already in use")
+        }
+    }
+
     static func connect(port: UInt16) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()

@@ -36,21 +36,13 @@ final class MetricsHTTPServer {
             socketAddress.sin6_family = sa_family_t(AF_INET6)
             socketAddress.sin6_port = UInt16(address.port).bigEndian
             socketAddress.sin6_addr = ListenAddress.ipv6(address.host) ?? in6_addr()
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
+            bound = Self.bindSocket(fd, to: socketAddress)
         } else {
             var socketAddress = sockaddr_in()
             socketAddress.sin_family = sa_family_t(AF_INET)
             socketAddress.sin_port = UInt16(address.port).bigEndian
             socketAddress.sin_addr = ListenAddress.ipv4(address.host) ?? in_addr()
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            bound = Self.bindSocket(fd, to: socketAddress)
         }
         guard bound == 0, listen(fd, 16) == 0 else {
             let reason = SystemError.lastMessage()
@@ -132,6 +124,15 @@ final class MetricsHTTPServer {
         Array(
             ("HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n"
                 + extraHeaders + "Connection: close\r\n\r\n" + text).utf8)
+    }
+
+    /// Binds `fd` to an IPv4 or IPv6 address; bind(2)'s result.
+    private static func bindSocket<Address>(_ fd: Int32, to address: Address) -> Int32 {
+        withUnsafePointer(to: address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<Address>.size))
+            }
+        }
     }
 
     private static func localPort(of fd: Int32) -> UInt16? {
