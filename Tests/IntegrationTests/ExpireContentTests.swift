@@ -1,5 +1,6 @@
 import CaretakerCore
 import CaretakerTestSupport
+import Foundation
 import Postgres
 import Testing
 
@@ -191,7 +192,7 @@ import Testing
     /// The like's UPDATE holds its post; the run must wait for it and judge the pack
     /// with the like counted, not delete it at the popularity it had a moment before.
     @Test("a like committed while the run is deleting its pack counts: the pack is kept")
-    func likeDuringPackDeletion() async throws {
+    func likeDuringPackDeletion() throws {
         // One minute past 24 h with no likes: due. One like (of 100 for full) adds 14.4 minutes.
         let racing = try pack(age: "\(24 * 60 + 1) minutes")
         let liked = try post(in: racing, likes: 0, age: "1 hour")
@@ -199,12 +200,12 @@ import Testing
         try app.query("BEGIN")
         try app.query("UPDATE posts SET likes = likes + 1 WHERE id = $1", liked)
         let db = self.db
-        let run = Task.detached {
+        let run = BackgroundThread {
             try db.runSucceeding("expire-content", "[jobs.expire-content]\nlock_timeout = \"5s\"\n")
         }
-        try await Task.sleep(for: .milliseconds(500))
+        Thread.sleep(forTimeInterval: 0.5)
         try app.query("COMMIT")
-        let stats = try await run.value
+        let stats = try run.value()
         #expect(try exists(pack: racing), "the pack was deleted at the popularity it had before the like")
         #expect(stats["packs_deleted"] == 0)
     }

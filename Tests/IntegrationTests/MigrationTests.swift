@@ -31,22 +31,19 @@ import Testing
     }
 
     @Test("two migrators at once: one applies, the other waits and finds nothing to do")
-    func concurrentMigrations() async throws {
+    func concurrentMigrations() throws {
         let db = try TestDatabase(migrated: false)
         let server = TemporaryPostgres.shared
         let name = db.name
-        async let first = Task.detached {
-            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
-        }.value
-        async let second = Task.detached {
-            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
-        }.value
-        let counts = try await [first, second].sorted()
+        let migrators = (1...2).map { _ in
+            BackgroundThread { try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count }
+        }
+        let counts = try migrators.map { try $0.value() }.sorted()
         #expect(counts == [0, Migration.all.count])
     }
 
     @Test("migrate builds the posts indexes CONCURRENTLY: an existing app keeps writing to posts meanwhile")
-    func indexesDoNotBlockTheApp() async throws {
+    func indexesDoNotBlockTheApp() throws {
         let db = try TestDatabase(migrated: false)
         let server = TemporaryPostgres.shared
         // An existing app: its tables, no caretaker yet, and a writer whose transaction is still open.
@@ -57,11 +54,11 @@ import Testing
         try writer.query("BEGIN")
         try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
         let name = db.name
-        let migration = Task.detached {
+        let migration = BackgroundThread {
             try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
         }
         // Wait until migrate is building an index (and waiting for the open writer).
-        let building = try await eventually(timeout: .seconds(30)) {
+        let building = try eventually(timeout: .seconds(30)) {
             try db.count(
                 """
                 SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
@@ -75,14 +72,97 @@ import Testing
             try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
         }
         try writer.query("COMMIT")
-        #expect(try await migration.value == Migration.all.count)
+        #expect(try migration.value() == Migration.all.count)
         #expect(
             try db.count(
                 """
                 SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                WHERE c.relname IN ('posts_created_idx', 'posts_pack_idx', 'posts_author_idx', 'posts_likes_created_idx',
+                WHERE c.relname IN ('posts_created_idx', 'posts_author_idx', 'posts_likes_created_idx',
                                     'posts_pack_likes_idx') AND i.indisvalid
-                """) == 5)
+                """) == 4)
+        #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'") == 0)
+    }
+
+    @Test(
+        "migration 9 drops posts (pack_id), which posts (pack_id, likes) covers, and keeps any other index of that name"
+    )
+    func redundantPackIndexIsDropped() throws {
+        let db = try TestDatabase(migrated: false)
+        let migrator = Migrator(appSchema: "public")
+        try migrator.migrate(on: db.connection)
+        let packIndexes = "SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'"
+        #expect(try db.count(packIndexes) == 0)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM pg_index WHERE indexrelid = 'posts_pack_likes_idx'::regclass AND indisvalid") == 1
+        )
+        let migrateNineAgain = { (index: String) throws -> Void in
+            try db.connection.execute(
+                script: """
+                    DROP INDEX IF EXISTS posts_pack_idx;
+                    \(index);
+                    DELETE FROM caretaker.schema_migrations WHERE version = 9;
+                    """)
+            #expect(try migrator.migrate(on: db.connection).map(\.version) == [9])
+        }
+        // Indexes an app may have made under that name, which the wider one does not replace.
+        for kept in [
+            "ON posts (pack_id) WHERE likes > 0", "ON posts (pack_id DESC)", "ON posts (pack_id, author_id)",
+            "ON posts USING hash (pack_id)", "ON posts (author_id)", "ON posts ((pack_id + 0))",
+            "ON posts (pack_id) INCLUDE (title)",
+        ] {
+            try migrateNineAgain("CREATE INDEX posts_pack_idx " + kept)
+            #expect(try db.count(packIndexes) == 1, "posts_pack_idx \(kept) was dropped")
+        }
+        // The plain index, while the wider one is invalid (a build that failed half-way): kept.
+        try migrateNineAgain(
+            """
+            CREATE INDEX posts_pack_idx ON posts (pack_id);
+            UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_pack_likes_idx'::regclass
+            """)
+        #expect(try db.count(packIndexes) == 1)
+        try migrateNineAgain(
+            """
+            CREATE INDEX posts_pack_idx ON posts (pack_id);
+            UPDATE pg_index SET indisvalid = true WHERE indexrelid = 'posts_pack_likes_idx'::regclass
+            """)
+        #expect(try db.count(packIndexes) == 0)
+    }
+
+    @Test("migration 9 drops the index CONCURRENTLY: the app keeps writing to posts while it waits")
+    func dropDoesNotBlockTheApp() throws {
+        let db = try TestDatabase(migrated: false)
+        let server = TemporaryPostgres.shared
+        try Migrator(appSchema: "public").migrate(on: db.connection)
+        try db.connection.execute(
+            script: """
+                CREATE INDEX posts_pack_idx ON posts (pack_id);
+                DELETE FROM caretaker.schema_migrations WHERE version = 9;
+                """)
+        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
+        let writer = try server.connect(database: db.name)
+        try writer.query("BEGIN")
+        try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        let name = db.name
+        let migration = BackgroundThread {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).map(\.version)
+        }
+        let dropping = try eventually(timeout: .seconds(30)) {
+            try db.count(
+                """
+                SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%DROP INDEX%' AND wait_event_type = 'Lock'
+                """, name) > 0
+        }
+        #expect(dropping, "migrate never reached the drop")
+        // A plain DROP INDEX would hold its place in the lock queue and stop this write.
+        let app = try server.connect(database: name)
+        try app.query("SET lock_timeout = '2s'")
+        #expect(throws: Never.self, "the app's write was blocked by the drop") {
+            try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        }
+        try writer.query("COMMIT")
+        #expect(try migration.value() == [9])
+        #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'") == 0)
     }
 
     @Test("an index build that failed half-way is dropped and built again by the next migrate")

@@ -8,18 +8,29 @@ public struct Migration: Sendable {
     public let version: Int
     public let name: String
     /// Applied in one transaction together with the version's row, unless the
-    /// migration has `concurrentIndexes` (then it must be safe to run again).
+    /// migration has `concurrentIndexes` or `redundantIndexes` (then it must be safe
+    /// to run again).
     public let sql: String
     /// Built after `sql` with `CREATE INDEX CONCURRENTLY`, outside any transaction,
     /// so an existing app keeps writing to the table meanwhile.
     public let concurrentIndexes: [ConcurrentIndex]
+    /// Dropped after the builds with `DROP INDEX CONCURRENTLY`, for the same reason,
+    /// and only while another index still does their work (`RedundantIndex`).
+    public let redundantIndexes: [RedundantIndex]
 
-    init(version: Int, name: String, sql: String, concurrentIndexes: [ConcurrentIndex] = []) {
+    init(
+        version: Int, name: String, sql: String, concurrentIndexes: [ConcurrentIndex] = [],
+        redundantIndexes: [RedundantIndex] = []
+    ) {
         self.version = version
         self.name = name
         self.sql = sql
         self.concurrentIndexes = concurrentIndexes
+        self.redundantIndexes = redundantIndexes
     }
+
+    /// True when the migration runs statements that cannot run in a transaction.
+    var isConcurrent: Bool { !concurrentIndexes.isEmpty || !redundantIndexes.isEmpty }
 
     /// Every migration, in the order they apply.
     public static let all: [Migration] = [
@@ -30,6 +41,7 @@ public struct Migration: Sendable {
         .deadlineTrigger,
         .jobAlerts,
         .packLikesIndex,
+        .dropRedundantPackIndex,
     ]
 
     /// The SQL with the app schema substituted.
@@ -44,4 +56,19 @@ public struct ConcurrentIndex: Sendable {
     public let name: String
     /// What follows the name, e.g. `ON {{app}}.posts (created_at, id)`.
     public let definition: String
+}
+
+/// An index a migration drops because another one does its work, every write to
+/// the table paying for both otherwise.
+///
+/// Dropped only when `coveredBy` is valid and `name` is a plain B-tree index (not
+/// unique, not behind a constraint, no predicate or expression) whose key columns
+/// lead `coveredBy`'s with the same operator classes and orders: then every look-up
+/// it served, `coveredBy` serves too. Anything else is left as it is, since it
+/// may be an index the app made for a purpose of its own.
+public struct RedundantIndex: Sendable {
+    /// The index to drop, in the app schema.
+    public let name: String
+    /// The index that makes it redundant, in the app schema.
+    public let coveredBy: String
 }

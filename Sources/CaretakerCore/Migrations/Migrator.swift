@@ -1,8 +1,8 @@
 import Postgres
 
 /// Applies `Migration.all` in order, each in its own transaction, once; indexes
-/// a migration builds `CONCURRENTLY` come after its transaction, and its version
-/// is recorded only when they are all valid.
+/// a migration builds or drops `CONCURRENTLY` come after its transaction, and its
+/// version is recorded only when they are all done.
 ///
 /// A session-level advisory lock serialises concurrent `caretaker migrate` runs
 /// from several hosts: the second waits, then finds nothing left to do. It asks
@@ -67,7 +67,7 @@ public struct Migrator: Sendable {
                 migration.version, migration.name, appSchema)
         }
         do {
-            if migration.concurrentIndexes.isEmpty {
+            if !migration.isConcurrent {
                 try connection.withTransaction {
                     try connection.execute(script: migration.sql(appSchema: appSchema))
                     try record()
@@ -78,6 +78,7 @@ public struct Migrator: Sendable {
                 try connection.withTransaction { try connection.execute(script: migration.sql(appSchema: appSchema)) }
             }
             for index in migration.concurrentIndexes { try build(index, on: connection) }
+            for index in migration.redundantIndexes { try dropIfRedundant(index, on: connection) }
             try record()
         } catch let error as PostgresError {
             throw MigrationError(version: migration.version, name: migration.name, underlying: error)
@@ -101,6 +102,43 @@ public struct Migrator: Sendable {
             script: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(quoteIdentifier(index.name)) "
                 + index.definition.replacing("{{app}}", with: schema))
     }
+}
+
+extension Migrator {
+    /// `DROP INDEX CONCURRENTLY` of `index.name` when `index.coveredBy` still does its
+    /// work (`RedundantIndex`); otherwise, or when either is missing, nothing.
+    private func dropIfRedundant(_ index: RedundantIndex, on connection: Connection) throws {
+        let schema = quoteIdentifier(appSchema)
+        let qualified = schema + "." + quoteIdentifier(index.name)
+        let redundant =
+            try connection.query(
+                Self.isRedundant, qualified, schema + "." + quoteIdentifier(index.coveredBy)
+            ).first?.bool("redundant") == true
+        if redundant { try connection.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(qualified)") }
+    }
+
+    /// Whether the index `$1` is a plain B-tree index whose key columns lead those of
+    /// the valid, whole-table B-tree index `$2` on the same table, with the same
+    /// operator classes, orders and collations → `redundant`. (`int2vector` and
+    /// `oidvector` subscripts start at 0.)
+    static let isRedundant = """
+        SELECT EXISTS (
+            SELECT FROM pg_index r
+            JOIN pg_class rc ON rc.oid = r.indexrelid
+            JOIN pg_index c ON c.indexrelid = to_regclass($2) AND c.indrelid = r.indrelid
+            JOIN pg_class cc ON cc.oid = c.indexrelid
+            WHERE r.indexrelid = to_regclass($1) AND c.indisvalid
+              AND NOT r.indisunique AND NOT r.indisexclusion AND NOT r.indisprimary
+              AND r.indpred IS NULL AND r.indexprs IS NULL AND c.indpred IS NULL AND c.indexprs IS NULL
+              AND rc.relam = (SELECT oid FROM pg_am WHERE amname = 'btree') AND cc.relam = rc.relam
+              AND r.indnkeyatts = r.indnatts AND r.indnkeyatts <= c.indnkeyatts
+              AND (r.indkey::int2[])[0:r.indnkeyatts - 1] = (c.indkey::int2[])[0:r.indnkeyatts - 1]
+              AND (r.indclass::oid[])[0:r.indnkeyatts - 1] = (c.indclass::oid[])[0:r.indnkeyatts - 1]
+              AND (r.indoption::int2[])[0:r.indnkeyatts - 1] = (c.indoption::int2[])[0:r.indnkeyatts - 1]
+              AND (r.indcollation::oid[])[0:r.indnkeyatts - 1] = (c.indcollation::oid[])[0:r.indnkeyatts - 1]
+              AND NOT EXISTS (SELECT FROM pg_constraint WHERE conindid = r.indexrelid)
+        ) AS redundant
+        """
 }
 
 /// A migration failed; nothing of it was applied.
