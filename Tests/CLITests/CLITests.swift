@@ -200,6 +200,29 @@ import Testing
         #expect(result.stdout.contains("last success is older than stale_after (3d)"), "\(result.stdout)")
     }
 
+    @Test(
+        "check: a job added long after `caretaker migrate` has not run yet (0); past its grace since its first slot, it never succeeded (1)"
+    )
+    func checkNewJob() throws {
+        let db = try TestDatabase()
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '30 days'")
+        let path = try db.writeConfiguration("[jobs.fresh]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
+        let fresh = try Caretaker.run(["check", "--config", path])
+        #expect(fresh.status == 0, "\(fresh.stdout)")
+        #expect(fresh.stdout.contains("has not run yet"), "\(fresh.stdout)")
+        try db.connection.query(
+            """
+            INSERT INTO caretaker.job_slots (job, slot, claimed_at)
+            VALUES ('fresh', now() - interval '4 hours', now() - interval '4 hours')
+            """)
+        let overdue = try Caretaker.run(["check", "--config", path])
+        #expect(overdue.status == 1)
+        #expect(
+            overdue.stdout.contains("job fresh")
+                && overdue.stdout.contains("has never succeeded in the 3h (stale_after) since caretaker first saw it"),
+            "\(overdue.stdout)")
+    }
+
     @Test("jobs lists each job with its next run")
     func jobsListing() throws {
         let db = try TestDatabase()

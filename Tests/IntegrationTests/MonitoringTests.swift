@@ -43,11 +43,8 @@ import Glibc
         func config(brokenSQL: String) -> String {
             Self.mailAndAlerts(smtp) + "[metrics]\nlisten = \"127.0.0.1:0\"\ntextfile = \"\(textfile)\"\n\n"
                 + Self.builtInsOff
-                // stale_after: the template's schema was migrated minutes ago, so at a check before the first
-                // run finished "has never succeeded" would be the cause instead of the failure this test is about.
                 + DaemonTests.sqlJob(
-                    "broken", sql: brokenSQL,
-                    extra: "max_retries = 0\nstale_after = \"10m\"\nping_url = \"\(pings.url)/ping/broken\"\n")
+                    "broken", sql: brokenSQL, extra: "max_retries = 0\nping_url = \"\(pings.url)/ping/broken\"\n")
                 // Three periods of @every 1s are 3 s: a loaded machine could make tick stale for a moment.
                 + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n")
         }
