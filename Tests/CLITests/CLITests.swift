@@ -6,6 +6,15 @@ import Testing
 
 /// The built `caretaker` binary, end to end: exit codes and output.
 @Suite struct CLITests {
+    /// Writes a `jobs.toml` that connects to `db` as the restricted worker role and returns its path.
+    static func workerConfiguration(_ db: TestDatabase) throws -> String {
+        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
+            of: "\"", with: "\\\"")
+        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
+        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     @Test("--version prints the version")
     func version() throws {
         let result = try Caretaker.run(["--version"])
@@ -117,10 +126,7 @@ import Testing
         let db = try TestDatabase()
         try db.connection.execute(
             script: "REVOKE INSERT ON caretaker.job_runs FROM \(quoteIdentifier(TemporaryPostgres.workerRole))")
-        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
-            of: "\"", with: "\\\"")
-        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
-        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.workerConfiguration(db)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = try Caretaker.run(["once", "prune", "expire-content", "--config", path])
         #expect(result.status == 1, "\(result.stderr)")
@@ -237,10 +243,7 @@ import Testing
         #expect(
             superuser.stdout.contains("WARNING") && superuser.stdout.contains("connected as postgres, a superuser"),
             "\(superuser.stdout)")
-        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
-            of: "\"", with: "\\\"")
-        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
-        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.workerConfiguration(db)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let restricted = try Caretaker.run(["check", "--json", "--config", path])
         #expect(restricted.status == 0, "\(restricted.stdout) \(restricted.stderr)")
