@@ -120,6 +120,7 @@ public enum SQLState {
     public static let undefinedColumn = "42703"
     public static let undefinedFunction = "42883"
     public static let invalidSchemaName = "3F000"
+    public static let insufficientPrivilege = "42501"
     public static let readOnlySQLTransaction = "25006"
     public static let raiseException = "P0001"
     public static let assertFailure = "P0004"

@@ -107,17 +107,36 @@ extension ParsableCommand {
         } catch let error as ConfigurationError {
             printError("configuration error: \(error)")
             throw ExitCode(ExitStatus.configuration.rawValue)
-        } catch let error as PostgresError where error.isReadOnly {
-            printError("database unavailable: \(error) — \(DatabaseRole.standbyAdvice)")
-            throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
-        } catch let error as PostgresError where error.isConnectionLost {
-            printError("database unavailable: \(error)")
-            throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
-        } catch let error as PostgresError where error.isUndefinedObject {
-            printError("database error: \(error) — has `caretaker migrate` been run on this database?")
-            throw ExitCode(ExitStatus.jobFailed.rawValue)
+        } catch let error as PostgresError {
+            let failure = Failure(error)
+            printError(failure.message)
+            throw ExitCode(failure.status.rawValue)
         }
         if status != .ok { throw ExitCode(status.rawValue) }
+    }
+}
+
+extension Failure {
+    /// A database error with SPEC §2's exit code (69 for a standby or a lost
+    /// connection, else 1) and what to do about it; `context` says what caretaker
+    /// was doing ("recording the run of job prune").
+    init(_ error: PostgresError, while context: String? = nil) {
+        let during = context.map { " while \($0)" } ?? ""
+        if error.isReadOnly {
+            self.init(.databaseUnavailable, "database unavailable\(during): \(error) — \(DatabaseRole.standbyAdvice)")
+        } else if error.isConnectionLost {
+            self.init(.databaseUnavailable, "database unavailable\(during): \(error)")
+        } else if error.isUndefinedObject {
+            self.init(
+                .jobFailed, "database error\(during): \(error) — has `caretaker migrate` been run on this database?")
+        } else if error.sqlState == SQLState.insufficientPrivilege {
+            self.init(
+                .jobFailed,
+                "database error\(during): \(error) — the role in [database] url lacks a right: "
+                    + "run `caretaker migrate --grant ROLE` as the owner of caretaker's schema")
+        } else {
+            self.init(.jobFailed, "database error\(during): \(error)")
+        }
     }
 }
 

@@ -69,9 +69,25 @@ extension Caretaker {
         ) throws -> ExitStatus {
             var table = TextTable(["JOB", "STATUS", "RUN", "STATS", "ERROR"])
             var status = ExitStatus.ok
-            for job in selected {
+            for (index, job) in selected.enumerated() {
                 let request = JobRunner.Request(job: job, trigger: .manual, dryRun: dryRun)
-                switch try runner.run(request, on: connection) {
+                let outcome: JobRunner.Outcome
+                do {
+                    outcome = try runner.run(request, on: connection)
+                } catch let error as PostgresError {
+                    // The run's own record (slot, lock, job_runs row) failed: the tables every
+                    // job shares, so the jobs after it are not tried. What ran is still shown.
+                    if index > 0 { print(table.render()) }
+                    let left = selected[(index + 1)...].map(\.name)
+                    let doing =
+                        error.kind == .connection
+                        ? "running job \(job.name)" : "recording the run of job \(job.name) in caretaker's tables"
+                    let failure = Failure(error, while: doing)
+                    throw Failure(
+                        failure.status,
+                        failure.message + (left.isEmpty ? "" : "; not run: \(left.joined(separator: ", "))"))
+                }
+                switch outcome {
                 case .finished(let runID, let runStatus, let stats, let error):
                     table.append([
                         job.name, runStatus.rawValue + (dryRun ? " (dry run)" : ""), "\(runID)", stats.description,

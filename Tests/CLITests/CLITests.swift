@@ -6,6 +6,15 @@ import Testing
 
 /// The built `caretaker` binary, end to end: exit codes and output.
 @Suite struct CLITests {
+    /// Writes a `jobs.toml` that connects to `db` as the restricted worker role and returns its path.
+    static func workerConfiguration(_ db: TestDatabase) throws -> String {
+        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
+            of: "\"", with: "\\\"")
+        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
+        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     @Test("--version prints the version")
     func version() throws {
         let result = try Caretaker.run(["--version"])
@@ -111,6 +120,69 @@ import Testing
     }
 
     @Test(
+        "once names the job, what failed and what to do when its run cannot be recorded (1), and the jobs it did not try"
+    )
+    func onceBookkeepingDenied() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(
+            script: "REVOKE INSERT ON caretaker.job_runs FROM \(quoteIdentifier(TemporaryPostgres.workerRole))")
+        let path = try Self.workerConfiguration(db)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = try Caretaker.run(["once", "prune", "expire-content", "--config", path])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "caretaker: database error while recording the run of job prune in caretaker's tables: "
+                    + "permission denied for table job_runs (SQLSTATE 42501; statement: INSERT INTO caretaker.job_runs"),
+            "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "— the role in [database] url lacks a right: run `caretaker migrate --grant ROLE` as the owner of "
+                    + "caretaker's schema; not run: expire-content"), "\(result.stderr)")
+        #expect(!result.stderr.contains("Error:"), "\(result.stderr)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0)
+    }
+
+    @Test("once: a run whose end cannot be recorded logs how it ended (1); a job that loses its connection exits 69")
+    func onceRunEndNotRecorded() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(
+            script: """
+                CREATE FUNCTION refuse_end() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'refused by test'; END $$;
+                CREATE TRIGGER refuse_end BEFORE UPDATE ON caretaker.job_runs FOR EACH ROW
+                WHEN (OLD.status = 'running') EXECUTE FUNCTION refuse_end();
+                """)
+        let path = try db.writeConfiguration(
+            """
+            [jobs.tick]
+            schedule = "@hourly"
+            sql = "SELECT 1"
+
+            [jobs.suicide]
+            schedule = "@hourly"
+            sql = "SELECT pg_terminate_backend(pg_backend_pid())"
+            """)
+        let refused = try Caretaker.run(["once", "tick", "--config", path])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("run ended but its end could not be recorded")
+                && refused.stderr.contains("job=tick") && refused.stderr.contains("status=succeeded"),
+            "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "caretaker: database error while recording the run of job tick in caretaker's tables: refused by test"),
+            "\(refused.stderr)")
+
+        try db.connection.query("DROP TRIGGER refuse_end ON caretaker.job_runs")
+        let lost = try Caretaker.run(["once", "suicide", "tick", "--config", path])
+        #expect(lost.status == 69, "\(lost.stderr)")
+        #expect(
+            lost.stderr.contains("caretaker: database unavailable while running job suicide: ")
+                && lost.stderr.hasSuffix("; not run: tick\n"), "\(lost.stderr)")
+    }
+
+    @Test(
         "migrate twice, then check is healthy; check names a dropped column and exits 1, or warns (exit 0) when only disabled jobs use it"
     )
     func migrateAndCheck() throws {
@@ -171,10 +243,7 @@ import Testing
         #expect(
             superuser.stdout.contains("WARNING") && superuser.stdout.contains("connected as postgres, a superuser"),
             "\(superuser.stdout)")
-        let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
-            of: "\"", with: "\\\"")
-        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
-        try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.workerConfiguration(db)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let restricted = try Caretaker.run(["check", "--json", "--config", path])
         #expect(restricted.status == 0, "\(restricted.stdout) \(restricted.stderr)")
@@ -198,6 +267,29 @@ import Testing
             result.stdout.contains("job expire-content") && result.stdout.contains("last run failed: boom"),
             "\(result.stdout)")
         #expect(result.stdout.contains("last success is older than stale_after (3d)"), "\(result.stdout)")
+    }
+
+    @Test(
+        "check: a job added long after `caretaker migrate` has not run yet (0); past its grace since its first slot, it never succeeded (1)"
+    )
+    func checkNewJob() throws {
+        let db = try TestDatabase()
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '30 days'")
+        let path = try db.writeConfiguration("[jobs.fresh]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
+        let fresh = try Caretaker.run(["check", "--config", path])
+        #expect(fresh.status == 0, "\(fresh.stdout)")
+        #expect(fresh.stdout.contains("has not run yet"), "\(fresh.stdout)")
+        try db.connection.query(
+            """
+            INSERT INTO caretaker.job_slots (job, slot, claimed_at)
+            VALUES ('fresh', now() - interval '4 hours', now() - interval '4 hours')
+            """)
+        let overdue = try Caretaker.run(["check", "--config", path])
+        #expect(overdue.status == 1)
+        #expect(
+            overdue.stdout.contains("job fresh")
+                && overdue.stdout.contains("has never succeeded in the 3h (stale_after) since caretaker first saw it"),
+            "\(overdue.stdout)")
     }
 
     @Test("jobs lists each job with its next run")

@@ -241,6 +241,28 @@ import Testing
         }
     }
 
+    @Test("a job is watched from the start, or from the reload that adds or enables it; disabled, it starts anew")
+    func jobWatch() throws {
+        func jobs(_ enabled: [String: Bool]) throws -> Configuration {
+            try ConfigurationLoader.parse(
+                enabled.map { "[jobs.\($0.key)]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\nenabled = \($0.value)\n" }
+                    .joined(), file: "jobs.toml")
+        }
+        let start = ContinuousClock.now
+        var watch = JobWatch(try jobs(["old": true, "off": false]), now: start)
+        #expect(watch.watchedFor(at: start + .seconds(10))["old"] == .seconds(10))
+        #expect(watch.watchedFor(at: start)["off"] == nil)
+        watch.reload(try jobs(["old": true, "off": true, "new": true]), now: start + .seconds(60))
+        let later = watch.watchedFor(at: start + .seconds(100))
+        #expect(later["old"] == .seconds(100), "kept across the reload")
+        #expect(
+            later["off"] == .seconds(40) && later["new"] == .seconds(40), "from the reload that enabled or added it")
+        watch.reload(try jobs(["old": false, "off": true]), now: start + .seconds(200))
+        watch.reload(try jobs(["old": true, "off": true]), now: start + .seconds(300))
+        let again = watch.watchedFor(at: start + .seconds(300))
+        #expect(again["old"] == .zero && again["new"] == nil && again["off"] == .seconds(240), "\(again)")
+    }
+
     @Test("ages for people")
     func ages() {
         #expect(StatusReport.age(0.4) == "0s")

@@ -43,11 +43,8 @@ import Glibc
         func config(brokenSQL: String) -> String {
             Self.mailAndAlerts(smtp) + "[metrics]\nlisten = \"127.0.0.1:0\"\ntextfile = \"\(textfile)\"\n\n"
                 + Self.builtInsOff
-                // stale_after: the template's schema was migrated minutes ago, so at a check before the first
-                // run finished "has never succeeded" would be the cause instead of the failure this test is about.
                 + DaemonTests.sqlJob(
-                    "broken", sql: brokenSQL,
-                    extra: "max_retries = 0\nstale_after = \"10m\"\nping_url = \"\(pings.url)/ping/broken\"\n")
+                    "broken", sql: brokenSQL, extra: "max_retries = 0\nping_url = \"\(pings.url)/ping/broken\"\n")
                 // Three periods of @every 1s are 3 s: a loaded machine could make tick stale for a moment.
                 + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n")
         }
@@ -200,6 +197,41 @@ import Glibc
             try db.count(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'caretaker/monitor'"
             ) == 0)
+        await DaemonTests.stop(daemon)
+    }
+
+    @Test(
+        "a job added long after migrate is healthy until its grace since the daemon saw it; enabled again by a reload, anew"
+    )
+    func newJobGraceFromTheDaemon() async throws {
+        let db = try TestDatabase()
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '30 days'")
+        // tick's runs make the monitor read the history every second; yearly has no slot for weeks, so no row.
+        func config(yearlyEnabled: Bool) -> String {
+            "[metrics]\nlisten = \"127.0.0.1:0\"\n\n" + Self.builtInsOff
+                + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n")
+                + DaemonTests.sqlJob(
+                    "yearly", schedule: "0 0 1 1 *", sql: "SELECT 1",
+                    extra: "stale_after = \"15s\"\nenabled = \(yearlyEnabled)\n")
+        }
+        let path = try db.writeConfiguration(config(yearlyEnabled: true))
+        let daemon = try await DaemonTests.started(path)
+        let port = try await Self.metricsPort(daemon)
+        func yearlyHealthy() throws -> Double? {
+            Self.value(
+                "caretaker_job_healthy{job=\"yearly\"}", in: try HTTPGet.fetch(port: port, path: "/metrics").body)
+        }
+        #expect(try await eventually(timeout: .seconds(10)) { try yearlyHealthy() != nil }, "log:\n\(daemon.log)")
+        #expect(try yearlyHealthy() == 1, "not run yet, though the schema was migrated 30 days ago")
+        #expect(try await eventually(timeout: .seconds(60)) { try yearlyHealthy() == 0 }, "15 s after the start")
+
+        try db.configurationText(config(yearlyEnabled: false)).write(toFile: path, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(try await eventually(timeout: .seconds(20)) { try yearlyHealthy() == nil }, "disabled: no series")
+        try db.configurationText(config(yearlyEnabled: true)).write(toFile: path, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(try await eventually(timeout: .seconds(20)) { try yearlyHealthy() != nil })
+        #expect(try yearlyHealthy() == 1, "enabled again: its grace starts at the reload")
         await DaemonTests.stop(daemon)
     }
 

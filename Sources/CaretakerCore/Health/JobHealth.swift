@@ -11,6 +11,12 @@ import Foundation
 /// do not keep skipping rows the app protects (the last `blockedRunsLimit` runs
 /// each reporting a `…_blocked` counter above zero: the same rows, most likely,
 /// that only the app's owner can set free).
+///
+/// A job that never succeeded gets `stale_after` of grace from when caretaker
+/// first saw it: the later of the schema's first migration and the job's
+/// earliest claimed slot or run (dry runs left out), or, while it has none, since
+/// this process watched it (`JobWatch`; a command that just started: now). A job
+/// added long after `caretaker migrate` is thus not unhealthy before it had its chance.
 public struct JobHealth: Sendable {
     public let job: String
     public let healthy: Bool
@@ -22,8 +28,11 @@ public struct JobHealth: Sendable {
     /// This many finished runs in a row with blocked rows make a job unhealthy.
     public static let blockedRunsLimit = 3
 
-    /// Judges every enabled job against the database clock.
-    public static func assess(_ connection: Connection, configuration: Configuration) throws -> [JobHealth] {
+    /// Judges every enabled job against the database clock. `watchedFor`: how long
+    /// this process has had each job enabled (`JobWatch`); a job not in it counts from now.
+    public static func assess(
+        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration] = [:]
+    ) throws -> [JobHealth] {
         guard
             let clock = try connection.query(
                 """
@@ -34,7 +43,9 @@ public struct JobHealth: Sendable {
         else { return [] }
         let installed = clock.double("installed") ?? now
         return try configuration.jobs.filter(\.enabled).map { job in
-            try assess(job, connection: connection, now: now, installed: installed)
+            try assess(
+                job, connection: connection, now: now,
+                installed: installed, watchedFor: watchedFor[job.name] ?? .zero)
         }
     }
 
@@ -47,9 +58,10 @@ public struct JobHealth: Sendable {
     }
 
     private static func assess(
-        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double
+        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double, watchedFor: Duration
     ) throws -> JobHealth {
-        let runs = try RunStore(connection).finishedRuns(job: job.name)
+        let store = RunStore(connection)
+        let runs = try store.finishedRuns(job: job.name)
         let lastStatus = runs.lastStatus
         let lastSuccess = runs.lastSuccess
         let stale = job.staleness(after: Date(timeIntervalSince1970: now)).seconds
@@ -63,8 +75,10 @@ public struct JobHealth: Sendable {
             return health(false, "last run failed: \(runs.lastError ?? "no error recorded")")
         }
         guard let lastSuccess else {
-            if now - installed > stale {
-                return health(false, "has never succeeded, and the schema was migrated more than \(staleText) ago")
+            let firstSeen = try store.firstSeen(job: job.name) ?? now - watchedFor.seconds
+            if now - max(installed, firstSeen) > stale {
+                return health(
+                    false, "has never succeeded in the \(staleText) (stale_after) since caretaker first saw it")
             }
             return health(true, "has not run yet")
         }

@@ -273,6 +273,18 @@ public struct RunStore {
             lastRun: row?.double("last_run"))
     }
 
+    /// Seconds since the epoch (database clock) when caretaker first knew of `job`:
+    /// its earliest claimed slot or run, dry runs left out; nil when it has neither.
+    public func firstSeen(job: String) throws -> Double? {
+        try connection.query(
+            """
+            SELECT extract(epoch FROM least(
+                       (SELECT min(claimed_at) FROM caretaker.job_slots WHERE job = $1),
+                       (SELECT min(started_at) FROM caretaker.job_runs WHERE job = $1 AND NOT dry_run)))::float8 AS first_seen
+            """, job
+        ).first?.double("first_seen")
+    }
+
     /// Of `job`'s last `runs` finished runs (dry runs left out): how many there
     /// are, how many reported a `…_blocked` counter above zero, and the latest
     /// one's blocked counters (`posts_blocked=1`).

@@ -28,9 +28,11 @@ public struct HistoryReadings: Sendable {
 
     public let jobs: [Job]
 
-    /// Reads the readings of every enabled job.
-    public static func read(_ connection: Connection, configuration: Configuration) throws -> HistoryReadings {
-        let health = try JobHealth.assess(connection, configuration: configuration)
+    /// Reads the readings of every enabled job (`watchedFor`: as `JobHealth.assess` takes it).
+    public static func read(
+        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration] = [:]
+    ) throws -> HistoryReadings {
+        let health = try JobHealth.assess(connection, configuration: configuration, watchedFor: watchedFor)
         let store = RunStore(connection)
         let jobs = try health.map { health in
             let runs = try store.finishedRuns(job: health.job)

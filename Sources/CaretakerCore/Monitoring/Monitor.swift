@@ -37,6 +37,8 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     private struct State {
         var configuration: Configuration
         var alerts: AlertNotifier?
+        /// Since when each enabled job is watched: a new job's grace before "never succeeded".
+        var watch: JobWatch
         var skippedCursor = HistoryReadings.SkippedCursor()
     }
     private let state: Mutex<State>
@@ -59,7 +61,10 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         pinger = Pinger(logger: logger)
         let metricsOn = isDaemon && (!configuration.metrics.listen.isEmpty || !configuration.metrics.textfile.isEmpty)
         metrics = metricsOn ? CaretakerMetrics(version: caretakerVersion) : nil
-        state = Mutex(State(configuration: configuration, alerts: try Self.alerts(configuration, logger: logger)))
+        state = Mutex(
+            State(
+                configuration: configuration, alerts: try Self.alerts(configuration, logger: logger),
+                watch: JobWatch(configuration)))
         metrics?.declare(jobs: configuration.jobs.filter(\.enabled).map(\.name))
     }
 
@@ -123,6 +128,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             defer {
                 state.configuration = configuration
                 state.alerts = alerts
+                state.watch.reload(configuration)
             }
             return state.configuration.metrics
         }
@@ -166,10 +172,13 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// textfile. Failures are logged, never passed on: monitoring must not fail a run.
     func refresh(on connection: Connection) {
         refreshing.withLock { _ in
-            let (configuration, alerts, cursor) = state.withLock { ($0.configuration, $0.alerts, $0.skippedCursor) }
+            let (configuration, alerts, watch, cursor) = state.withLock {
+                ($0.configuration, $0.alerts, $0.watch, $0.skippedCursor)
+            }
             guard metrics != nil || alerts != nil else { return }
             do {
-                let readings = try HistoryReadings.read(connection, configuration: configuration)
+                let readings = try HistoryReadings.read(
+                    connection, configuration: configuration, watchedFor: watch.watchedFor())
                 if let metrics {
                     let (skipped, next) = try HistoryReadings.skippedSlots(
                         connection, after: cursor,

@@ -117,8 +117,16 @@ public struct JobRunner: Sendable {
             throw PostgresError(
                 kind: .connection, message: "lost the database connection during \(request.job.name): \(message ?? "")")
         }
-        try RunStore(connection).finishRun(runID, status: status, stats: stats, error: message)
         let elapsed = ContinuousClock.now - started
+        do {
+            try RunStore(connection).finishRun(runID, status: status, stats: stats, error: message)
+        } catch {
+            // The job ran (its changes are committed): say how it ended, since job_runs cannot.
+            runLogger.error(
+                "run ended but its end could not be recorded; the row stays running until the job's next run",
+                metadata: ["status": "\(status.rawValue)", "error": "\(error)"])
+            throw error
+        }
         var metadata: Logger.Metadata = [
             "trigger": "\(request.trigger.rawValue)", "status": "\(status.rawValue)",
             "duration_ms": "\(elapsed.microseconds / 1000)",
