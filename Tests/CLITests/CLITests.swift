@@ -270,25 +270,22 @@ import Testing
     }
 
     @Test(
-        "check: a job added long after `caretaker migrate` has not run yet (0); past its grace since its first slot, it never succeeded (1)"
+        "check: a job that has not run yet passes while the schema was migrated less than stale_after ago (0), then fails (1)"
     )
     func checkNewJob() throws {
         let db = try TestDatabase()
-        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '30 days'")
-        let path = try db.writeConfiguration("[jobs.fresh]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '2 hours'")
+        let builtIn = BuiltInJob.allCases.map { "[jobs.\($0.rawValue)]\nenabled = false\n" }.joined()
+        let path = try db.writeConfiguration(builtIn + "[jobs.fresh]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
         let fresh = try Caretaker.run(["check", "--config", path])
         #expect(fresh.status == 0, "\(fresh.stdout)")
         #expect(fresh.stdout.contains("has not run yet"), "\(fresh.stdout)")
-        try db.connection.query(
-            """
-            INSERT INTO caretaker.job_slots (job, slot, claimed_at)
-            VALUES ('fresh', now() - interval '4 hours', now() - interval '4 hours')
-            """)
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '4 hours'")
         let overdue = try Caretaker.run(["check", "--config", path])
         #expect(overdue.status == 1)
         #expect(
             overdue.stdout.contains("job fresh")
-                && overdue.stdout.contains("has never succeeded in the 3h (stale_after) since caretaker first saw it"),
+                && overdue.stdout.contains("has never succeeded, and the schema was migrated more than 3h ago"),
             "\(overdue.stdout)")
     }
 

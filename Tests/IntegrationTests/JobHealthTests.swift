@@ -4,9 +4,10 @@ import Foundation
 import Postgres
 import Testing
 
-/// `JobHealth`'s grace for a job that never succeeded: `stale_after` from when
-/// caretaker first saw the job (its first claimed slot or run, else since this
-/// process watched it), never earlier than the schema's first migration.
+/// `JobHealth`'s grace for a job that never succeeded. The commands (`check`,
+/// `status`, the dashboard): `stale_after` from the schema's first migration
+/// (SPEC §2). The daemon: from when caretaker first saw the job (its first claimed
+/// slot or run, else since the daemon watched it), never earlier than the migration.
 @Suite struct JobHealthTests {
     /// A job added long after `caretaker migrate`: the schema was migrated 30 days ago.
     static let fresh = "[jobs.fresh]\nschedule = \"@every 10m\"\nsql = \"SELECT 1\"\nstale_after = \"1h\"\n"
@@ -15,8 +16,10 @@ import Testing
         try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - $1::interval", age)
     }
 
+    /// As the daemon judges (`watchedFor` given; `[:]`: it has just started), or as
+    /// the commands do (`nil`).
     static func health(
-        _ db: TestDatabase, watchedFor: [String: Duration] = [:]
+        _ db: TestDatabase, watchedFor: [String: Duration]? = [:]
     ) throws -> JobHealth {
         try #require(
             JobHealth.assess(db.connection, configuration: db.configuration(fresh), watchedFor: watchedFor)
@@ -38,7 +41,25 @@ import Testing
             """, status, age, dryRun)
     }
 
-    @Test("a new job with no slot or run: not run yet; watched past its grace by a daemon: never succeeded")
+    @Test(
+        "check, status, the dashboard: a job that has not run yet fails once stale_after has passed since the migration"
+    )
+    func commandsCountFromTheMigration() throws {
+        let db = try TestDatabase()
+        try Self.migrated(db, ago: "59 minutes")
+        let young = try Self.health(db, watchedFor: nil)
+        #expect(young.healthy && young.reason == "has not run yet", "\(young.reason)")
+        try Self.migrated(db, ago: "61 minutes")
+        let old = try Self.health(db, watchedFor: nil)
+        #expect(!old.healthy)
+        #expect(old.reason == "has never succeeded, and the schema was migrated more than 1h ago", "\(old.reason)")
+        // A slot claimed a minute ago changes nothing for them: the daemon that claimed it gives the grace.
+        try Self.slot(db, claimed: "1 minute")
+        #expect(try !Self.health(db, watchedFor: nil).healthy)
+        #expect(try Self.health(db).healthy)
+    }
+
+    @Test("the daemon: a new job with no slot or run is not run yet; watched past its grace, never succeeded")
     func noRowsCountsFromTheWatch() throws {
         let db = try TestDatabase()
         try Self.migrated(db, ago: "30 days")
@@ -52,7 +73,9 @@ import Testing
             "\(overdue.reason)")
     }
 
-    @Test("the grace counts from the job's first claimed slot or run, whichever came first, not from the migration")
+    @Test(
+        "the daemon: the grace counts from the job's first claimed slot or run, whichever came first, not from the migration"
+    )
     func graceFromFirstSlotOrRun() throws {
         let db = try TestDatabase()
         try Self.migrated(db, ago: "30 days")
@@ -71,7 +94,9 @@ import Testing
         #expect(try !Self.health(other).healthy, "a skipped slot 61 minutes ago: past the grace")
     }
 
-    @Test("dry runs are not when caretaker first saw a job; a migration newer than the first row still gives its grace")
+    @Test(
+        "the daemon: dry runs are not when caretaker first saw a job; a migration newer than the first row still gives its grace"
+    )
     func dryRunsAndRecentMigration() throws {
         let db = try TestDatabase()
         try Self.migrated(db, ago: "30 days")
@@ -91,6 +116,7 @@ import Testing
         try Self.run(db, status: "failed", started: "5 minutes")
         let failed = try Self.health(db)
         #expect(!failed.healthy && failed.reason == "last run failed: boom", "\(failed.reason)")
+        #expect(try Self.health(db, watchedFor: nil).reason == "last run failed: boom")
         try Self.run(db, status: "failed", started: "2 hours")
         #expect(try Self.health(db).reason == "last run failed: boom")
         try db.connection.query("DELETE FROM caretaker.job_runs WHERE started_at > now() - interval '1 hour'")

@@ -12,11 +12,13 @@ import Foundation
 /// each reporting a `…_blocked` counter above zero: the same rows, most likely,
 /// that only the app's owner can set free).
 ///
-/// A job that never succeeded gets `stale_after` of grace from when caretaker
-/// first saw it: the later of the schema's first migration and the job's
-/// earliest claimed slot or run (dry runs left out), or, while it has none, since
-/// this process watched it (`JobWatch`; a command that just started: now). A job
-/// added long after `caretaker migrate` is thus not unhealthy before it had its chance.
+/// A job that never succeeded gets `stale_after` of grace. For `check`, `status`
+/// and the dashboard it counts from the schema's first migration (SPEC §2), so a
+/// daemon that was never started shows. The daemon's own alerts and metrics
+/// (`watchedFor` given) count it from when caretaker first saw the job, if that is
+/// later: the job's earliest claimed slot or run (dry runs left out), or, while it
+/// has none, since the daemon watched it (`JobWatch`). A job added to `jobs.toml`
+/// long after `caretaker migrate` is thus not alerted on before it had its chance.
 public struct JobHealth: Sendable {
     public let job: String
     public let healthy: Bool
@@ -28,10 +30,11 @@ public struct JobHealth: Sendable {
     /// This many finished runs in a row with blocked rows make a job unhealthy.
     public static let blockedRunsLimit = 3
 
-    /// Judges every enabled job against the database clock. `watchedFor`: how long
-    /// this process has had each job enabled (`JobWatch`); a job not in it counts from now.
+    /// Judges every enabled job against the database clock. `watchedFor` (the daemon):
+    /// how long it has had each job enabled (`JobWatch`; a job not in it counts from
+    /// now); `nil` (the commands): SPEC's grace from the migration alone.
     public static func assess(
-        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration] = [:]
+        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
     ) throws -> [JobHealth] {
         guard
             let clock = try connection.query(
@@ -45,7 +48,7 @@ public struct JobHealth: Sendable {
         return try configuration.jobs.filter(\.enabled).map { job in
             try assess(
                 job, connection: connection, now: now,
-                installed: installed, watchedFor: watchedFor[job.name] ?? .zero)
+                installed: installed, watchedFor: watchedFor.map { $0[job.name] ?? .zero })
         }
     }
 
@@ -58,7 +61,7 @@ public struct JobHealth: Sendable {
     }
 
     private static func assess(
-        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double, watchedFor: Duration
+        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double, watchedFor: Duration?
     ) throws -> JobHealth {
         let store = RunStore(connection)
         let runs = try store.finishedRuns(job: job.name)
@@ -75,6 +78,12 @@ public struct JobHealth: Sendable {
             return health(false, "last run failed: \(runs.lastError ?? "no error recorded")")
         }
         guard let lastSuccess else {
+            guard let watchedFor else {
+                if now - installed > stale {
+                    return health(false, "has never succeeded, and the schema was migrated more than \(staleText) ago")
+                }
+                return health(true, "has not run yet")
+            }
             let firstSeen = try store.firstSeen(job: job.name) ?? now - watchedFor.seconds
             if now - max(installed, firstSeen) > stale {
                 return health(

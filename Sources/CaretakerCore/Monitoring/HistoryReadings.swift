@@ -30,7 +30,7 @@ public struct HistoryReadings: Sendable {
 
     /// Reads the readings of every enabled job (`watchedFor`: as `JobHealth.assess` takes it).
     public static func read(
-        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration] = [:]
+        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
     ) throws -> HistoryReadings {
         let health = try JobHealth.assess(connection, configuration: configuration, watchedFor: watchedFor)
         let store = RunStore(connection)
