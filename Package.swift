@@ -97,7 +97,8 @@ let package = Package(
             name: "CaretakerTestSupport",
             dependencies: ["CaretakerCore", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
-        // The scripts' share of the test support (the /proc reader the bench and the soak use).
+        // The scripts' share of the test support: the /proc reader the bench and the soak use,
+        // the bench's READY=1 listener.
         .executableTarget(
             name: "caretaker-testkit",
             dependencies: ["CaretakerTestSupport"]

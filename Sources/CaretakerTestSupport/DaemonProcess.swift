@@ -24,11 +24,7 @@ public final class DaemonProcess: Sendable {
     /// How often the waits look again.
     static let pollInterval: Duration = .milliseconds(50)
 
-    /// Starts `caretaker run --config CONFIG [--low-footprint]`.
-    ///
-    /// The child gets this process's environment without the variables that
-    /// would change its behaviour (`CARETAKER_CONFIG`, `JOURNAL_STREAM`,
-    /// `NOTIFY_SOCKET`, `WATCHDOG_*`), then `environment` on top.
+    /// Starts `caretaker run --config CONFIG [--low-footprint]` with `Self.environment(environment)`.
     public init(config: String, lowFootprint: Bool = false, environment: [String: String] = [:]) throws {
         var template = Array("/tmp/caretaker-daemon-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
@@ -36,13 +32,21 @@ public final class DaemonProcess: Sendable {
         }
         directory = String(cString: made)
         logPath = directory + "/daemon.log"
-        var env = ProcessInfo.processInfo.environment
-        for name in ["CARETAKER_CONFIG", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
-            env[name] = nil
-        }
-        env.merge(environment) { _, new in new }
         let arguments = [Caretaker.path, "run", "--config", config] + (lowFootprint ? ["--low-footprint"] : [])
-        pid = try ChildProcess.spawn(arguments, stdoutPath: logPath, stderrPath: nil, environment: env)
+        pid = try ChildProcess.spawn(
+            arguments, stdoutPath: logPath, stderrPath: nil, environment: Self.environment(environment))
+    }
+
+    /// This process's environment without the variables that would change a daemon's
+    /// behaviour (`CARETAKER_CONFIG`, `JOURNAL_STREAM`, `NOTIFY_SOCKET`, `WATCHDOG_*`),
+    /// then `extra` on top.
+    public static func environment(_ extra: [String: String]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["CARETAKER_CONFIG", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment[name] = nil
+        }
+        environment.merge(extra) { _, new in new }
+        return environment
     }
 
     deinit {

@@ -2,20 +2,27 @@ import CaretakerTestSupport
 import Foundation
 
 /// Test support for the scripts: the bench and the soak read `/proc` through the
-/// same `ProcessStatistics` as the tests do.
+/// same `ProcessStatistics` as the tests do, and the bench waits for READY=1 on the
+/// tests' `NotifySocket`.
 ///
 ///     caretaker-testkit memory PID           RSS USS PSS THREADS PEAK_RSS PRIVATE_DIRTY ANONYMOUS (KiB)
 ///     caretaker-testkit memory PID --top N   the N files whose mappings hold the most resident memory
 ///     caretaker-testkit status PID NAME      the number after NAME: in /proc/PID/status
 ///     caretaker-testkit wakeups PID SECONDS  SWITCHES THREADS_START THREADS_END THREADS_GONE
+///     caretaker-testkit ready RUNS COMMAND…  per run, milliseconds from spawning COMMAND to its READY=1
 ///
 /// `wakeups` sums every thread's voluntary context switches over SECONDS; a thread
 /// born meanwhile counts from zero, one that ended takes its count with it (hence the
-/// thread counts). Exit status 64 for a bad command line, 1 when /proc cannot be read.
+/// thread counts). `ready` starts COMMAND RUNS times, one after the other, with
+/// `NOTIFY_SOCKET` naming a fresh socket, and prints one line per run: the time to
+/// its READY=1 datagram, or `timeout` after 30 s; then it sends SIGTERM and waits
+/// (SIGKILL after 30 s). Exit status 64 for a bad command line, 1 when /proc cannot
+/// be read or COMMAND cannot be started.
 let usage = """
     usage: caretaker-testkit memory PID [--top N]
            caretaker-testkit status PID NAME
            caretaker-testkit wakeups PID SECONDS
+           caretaker-testkit ready RUNS COMMAND...
     """
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -23,7 +30,33 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
+/// `ready RUNS COMMAND…` (see above).
+func timeToReady(runs: Int, command: [String]) async throws {
+    for _ in 0..<runs {
+        let notify = try NotifySocket()
+        let environment = DaemonProcess.environment(["NOTIFY_SOCKET": notify.path])
+        let started = ContinuousClock.now
+        let pid = try ChildProcess.spawn(command, environment: environment)
+        if let ready = await notify.waitFor("READY=1", timeout: .seconds(30)) {
+            print(String(format: "%.1f", (ready.receivedAt - started) / .milliseconds(1)))
+        } else {
+            print("timeout")
+        }
+        kill(pid, SIGTERM)
+        _ = await ChildProcess.exitStatus(of: pid, within: .seconds(30))
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "ready" {
+    guard arguments.count >= 3, let runs = Int(arguments[1]), runs > 0 else { fail(usage, status: 64) }
+    do {
+        try await timeToReady(runs: runs, command: Array(arguments.dropFirst(2)))
+    } catch {
+        fail("\(error)", status: 1)
+    }
+    exit(0)
+}
 guard arguments.count >= 2, let pid = pid_t(arguments[1]) else { fail(usage, status: 64) }
 let process = ProcessStatistics(pid: pid)
 do {
@@ -44,7 +77,7 @@ do {
     case ("wakeups", 3):
         guard let seconds = Double(arguments[2]) else { fail(usage, status: 64) }
         let before = try process.voluntarySwitchesByThread()
-        Thread.sleep(forTimeInterval: seconds)
+        try await Task.sleep(for: .seconds(seconds))
         let after = try process.voluntarySwitchesByThread()
         let switches = after.reduce(0) { $0 + $1.value - before[$1.key, default: 0] }
         let gone = Set(before.keys).subtracting(after.keys).count

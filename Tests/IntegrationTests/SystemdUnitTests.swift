@@ -2,16 +2,19 @@ import CaretakerTestSupport
 import Foundation
 import Testing
 
-/// The units in `systemd/` pass `systemd-analyze verify`, and the service stays hardened.
+/// The units in `systemd/` pass `systemd-analyze verify`, and the services stay hardened.
 @Suite struct SystemdUnitTests {
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// Copies of the units whose ExecStart points at the binary under test (verify checks it exists).
+    /// Copies of the units whose ExecStart points at the binaries under test (verify checks they exist):
+    /// `caretaker-dashboard` is built beside `caretaker`.
     func unitCopies() throws -> String {
         let directory = NSTemporaryDirectory() + "caretaker-units-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for name in ["caretaker.service", "caretaker-once@.service", "caretaker-once@.timer"] {
+        for name in [
+            "caretaker.service", "caretaker-dashboard.service", "caretaker-once@.service", "caretaker-once@.timer",
+        ] {
             let text = try String(
                 contentsOf: Self.repository.appendingPathComponent("systemd/\(name)"), encoding: .utf8)
             try text.replacingOccurrences(of: "/usr/local/bin/caretaker", with: Caretaker.path)
@@ -31,21 +34,36 @@ import Testing
     func verify() throws {
         let directory = try unitCopies()
         let result = try systemdAnalyze([
-            "verify", "\(directory)/caretaker.service",
+            "verify", "\(directory)/caretaker.service", "\(directory)/caretaker-dashboard.service",
             "\(directory)/caretaker-once@.service", "\(directory)/caretaker-once@.timer",
         ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.isEmpty, "\(result.output)")
     }
 
-    @Test("the service's exposure score stays at 2.0 or lower")
-    func exposure() throws {
+    @Test(
+        "the services' exposure scores stay at 2.0 or lower",
+        arguments: ["caretaker.service", "caretaker-dashboard.service"])
+    func exposure(unit: String) throws {
         let directory = try unitCopies()
-        let result = try systemdAnalyze(["security", "--offline=true", "--no-pager", "\(directory)/caretaker.service"])
+        let result = try systemdAnalyze(["security", "--offline=true", "--no-pager", "\(directory)/\(unit)"])
         let line = result.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
         let score = line.flatMap { $0.split(separator: ":").last?.split(separator: " ").first }.flatMap { Double($0) }
         #expect(score != nil, "\(result.output)")
-        #expect((score ?? 10) <= 2.0, "exposure \(score ?? -1)")
+        #expect((score ?? 10) <= 2.0, "\(unit): exposure \(score ?? -1)")
+    }
+
+    @Test("the dashboard's service runs caretaker-dashboard as caretaker, with its credentials")
+    func dashboardContract() throws {
+        let text = try String(
+            contentsOf: Self.repository.appendingPathComponent("systemd/caretaker-dashboard.service"), encoding: .utf8)
+        for directive in [
+            "Type=exec", "ExecStart=/usr/local/bin/caretaker-dashboard --config /etc/caretaker/jobs.toml\n",
+            "User=caretaker", "Restart=on-failure", "RestartPreventExitStatus=64 78",
+            "LoadCredential=db-password:", "LoadCredential=dashboard-password:", "WantedBy=multi-user.target",
+        ] {
+            #expect(text.contains(directive), "missing \(directive)")
+        }
     }
 
     @Test("the service is Type=notify with watchdog, restart policy and a stop timeout above the grace")

@@ -2,10 +2,10 @@
 # Installs the Debian packages caretaker needs to build and test, when missing.
 install_deps() {
     # chromium: the dashboard's browser test. openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
-    # lintian and man-db: scripts/package and scripts/test-package; prometheus: promtool and the server the monitoring tests scrape with;
-    # faketime and libfaketime: the soak's clock-skew fault.
+    # lintian and man-db: scripts/package and scripts/test-package (curl: its request to the installed dashboard);
+    # prometheus: promtool and the server the monitoring tests scrape with; faketime and libfaketime: the soak's clock-skew fault.
     local wanted=(libpq-dev libcurl4-openssl-dev libcrypt-dev postgresql postgresql-contrib python3-aiosmtpd pkg-config util-linux systemd pgbouncer
-                  openssl dpkg-dev binutils lintian man-db chromium prometheus faketime libfaketime)
+                  openssl dpkg-dev binutils lintian man-db curl chromium prometheus faketime libfaketime)
     local missing=()
     for package in "${wanted[@]}"; do
         dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

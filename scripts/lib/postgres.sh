@@ -51,6 +51,21 @@ pg_start_existing() {
         || { tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
+# pg_restart DIR: restarts the cluster in DIR (pg_ctl restart -m fast: sessions are cut,
+# open transactions roll back) with the options saved in DIR/options, up to 60 s.
+pg_restart() {
+    local dir=$1
+    local bin; bin=$(pg_bindir) || return 1
+    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$(cat "$dir/options")" -m fast -w -t 60 restart \
+        >/dev/null || { tail -n 20 "$dir/server.log" >&2; return 1; }
+}
+
+# pg_running DIR: true when the cluster in DIR runs (pg_ctl status).
+pg_running() {
+    local bin; bin=$(pg_bindir) || return 1
+    pg_as_owner "$bin/pg_ctl" -D "$1/data" status >/dev/null 2>&1
+}
+
 # pg_start_standby PRIMARY_DIR DIR: a hot standby streaming from the cluster in
 # PRIMARY_DIR (pg_basebackup, which copies its settings and writes standby.signal and
 # primary_conninfo), with its socket in DIR and never on TCP (the primary's
@@ -64,6 +79,14 @@ pg_start_standby() {
         >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; return 1; }
     echo "-k $dir -c listen_addresses=" >"$dir/options"
     pg_start_existing "$dir"
+}
+
+# pg_promote DIR: promotes the standby in DIR; returns once it accepts writes (up to 60 s).
+# A failover is `pg_stop PRIMARY_DIR immediate` then this.
+pg_promote() {
+    local dir=$1
+    local bin; bin=$(pg_bindir) || return 1
+    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null || { tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
 # pg_rejoin_as_standby DIR PRIMARY_DIR: turns the stopped former primary in DIR into a

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The soak's faults, sourced by scripts/soak (which defines $work, $soak_db,
-# $pg_bin, start_instance, start_smtp, stop_smtp, write_config, ...).
+# start_instance, start_smtp, stop_smtp, write_config, ...; the PostgreSQL ones
+# use scripts/lib/postgres.sh).
 # inject_faults runs in the background: it waits a random pause, injects one
 # fault kind and waits for it to end, cycling through the chosen kinds in a
 # random order each round, so each kind comes up equally often. Each fault
@@ -116,7 +117,7 @@ standby_dir() { cat "$work/standby" 2>/dev/null || true; }
 
 fault_postgres_restart() {
     local started=$EPOCHREALTIME
-    pg_as_owner "$pg_bin/pg_ctl" -D "$(primary_dir)/data" -l "$(primary_dir)/server.log" -m fast -w -t 60 restart >/dev/null
+    pg_restart "$(primary_dir)"
     fault postgres-restart "pg_ctl restart -m fast of the primary took $(elapsed_since "$started") s"
 }
 
@@ -143,8 +144,8 @@ fault_failover() {
     local old new started=$EPOCHREALTIME how promoted
     old=$(primary_dir) new=$(standby_dir)
     [ -n "$new" ] || { log "failover skipped: no standby"; return 0; }
-    pg_as_owner "$pg_bin/pg_ctl" -D "$old/data" -m immediate -w stop >/dev/null
-    pg_as_owner "$pg_bin/pg_ctl" -D "$new/data" -w -t 60 promote >/dev/null
+    pg_stop "$old" immediate
+    pg_promote "$new"
     psql -X -q "$(pg_conninfo "$new")" -c "ALTER SYSTEM SET synchronous_standby_names = ''" -c "SELECT pg_reload_conf()" >/dev/null
     echo "$new" >"$work/primary"
     echo "" >"$work/standby"
