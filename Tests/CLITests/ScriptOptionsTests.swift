@@ -36,7 +36,7 @@ import Glibc
 
     @Test(
         "scripts/bench --only refuses an unknown row, naming it and the rows",
-        arguments: [("E1,X9", "'X9'"), ("e1", "'e1'"), ("E1,,E2", "''"), ("C1,E2P", "'E2P'")])
+        arguments: [("E1,X9", "'X9'"), ("e1", "'e1'"), ("E1,,E2", "''"), ("E1,", "''"), ("C1,E2P", "'E2P'")])
     func benchUnknownRow(only: String, named: String) async throws {
         let result = try await refusal("bench", ["--only", only])
         #expect(result.status == 64, "\(result.stderr)")
