@@ -103,9 +103,48 @@ import Testing
     @Test("the limit is 640 kB whatever the rate, or what the budget allows in batch_pause when that is more")
     func limit() {
         #expect(ExpireContent.sweepWALLimit(rate: 256 << 20) == 655_360)
+
         #expect(ExpireContent.sweepWALLimit(rate: 256 << 20, batchPause: .milliseconds(2)) == 655_360)
         #expect(ExpireContent.sweepWALLimit(rate: 256 << 20, batchPause: .milliseconds(3)) == 805_306)
         #expect(ExpireContent.sweepWALLimit(rate: 16 << 20, batchPause: .milliseconds(100)) == 1_677_721)
         #expect(ExpireContent.sweepWALLimit(rate: 1) == 655_360)
+    }
+}
+
+@Suite struct DueSampleTests {
+    /// 1,600 pages sampled at pages 0, 100, …, 1500 (each standing for 100 pages);
+    /// the first `duePages` sampled pages hold 100 due rows, the others none.
+    static func sample(duePages: Int) -> DueSample {
+        DueSample(
+            pages: 1_600,
+            sampledPages: (0..<16).map { index in
+                .init(page: Int64(index) * 100, sampled: 100, due: index < duePages ? 100 : 0)
+            })
+    }
+
+    @Test("the due share ahead of a page follows where the sample found due rows, counting a stretch in part")
+    func dueShare() throws {
+        let firstHalf = Self.sample(duePages: 8)
+        #expect(firstHalf.sampled == 1_600 && firstHalf.due == 800)
+        #expect(firstHalf.dueShare(from: 0) == 1)
+        #expect(firstHalf.dueShare(from: 400) == 0.5)
+        #expect(firstHalf.dueShare(from: 450) == 0.4375, "half of the stretch at 400 is still ahead")
+        #expect(firstHalf.dueShare(from: 800) == 0)
+        #expect(firstHalf.dueShare(from: 1_600) == 0)
+        #expect(Self.sample(duePages: 0).dueShare(from: 0) == nil)
+    }
+
+    @Test("the WAL still to come: as much per due row as so far, for the due rows ahead; none past the last")
+    func remainingWAL() {
+        let firstHalf = Self.sample(duePages: 8)
+        // A quarter of the due rows (pages 0-199) wrote 100 MB: three quarters to go.
+        #expect(firstHalf.remainingWAL(after: 200, wrote: 100_000_000) == 300_000_000)
+        // Past the due stretch, whatever the pages left: nothing more.
+        #expect(firstHalf.remainingWAL(after: 900, wrote: 400_000_000) == 0)
+        // The same table with every sampled page due: the pages left, not the due rows, set it.
+        #expect(Self.sample(duePages: 16).remainingWAL(after: 800, wrote: 400_000_000) == 400_000_000)
+        // Too little done to tell (under 5% of the due rows), or nothing due.
+        #expect(firstHalf.remainingWAL(after: 30, wrote: 1_000_000) == nil)
+        #expect(Self.sample(duePages: 0).remainingWAL(after: 800, wrote: 1) == nil)
     }
 }

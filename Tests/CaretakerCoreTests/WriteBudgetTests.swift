@@ -79,6 +79,24 @@ import Testing
         #expect(WriteBudget.checkpointCap(writtenSinceRedo: 1, checkpointDistance: 0) == nil)
     }
 
+    @Test("with the WAL still to write known, no cap while it fits before the checkpoint distance")
+    func checkpointCapWithRemaining() {
+        let distance: Int64 = 539 * mb  // max_wal_size 1GB
+        let half = distance / 2
+        #expect(WriteBudget.checkpointCap(writtenSinceRedo: half, checkpointDistance: distance, remaining: 0) == nil)
+        #expect(
+            WriteBudget.checkpointCap(
+                writtenSinceRedo: half, checkpointDistance: distance, remaining: distance - half - 1)
+                == nil)
+        #expect(
+            WriteBudget.checkpointCap(writtenSinceRedo: half, checkpointDistance: distance, remaining: distance - half)
+                == distance / 10)
+        #expect(
+            WriteBudget.checkpointCap(
+                writtenSinceRedo: half - 1, checkpointDistance: distance, remaining: 10 * distance)
+                == nil, "below half the distance: no cap, as without an estimate")
+    }
+
     @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")
     func capAndAIMD() {
         var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)

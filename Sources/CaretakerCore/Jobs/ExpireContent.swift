@@ -85,6 +85,8 @@ private final class ExpireContentPass {
     let context: JobContext
     let queries: ExpireContentQueries
     var counters = ExpireContentCounters()
+    /// The heap's sample, once a full batch asked whether a backlog waits.
+    private var sample: DueSample?
 
     init(settings: ExpireContentSettings, context: JobContext) {
         self.settings = settings
@@ -222,6 +224,7 @@ private final class ExpireContentPass {
         let pages = try heapPages()
         guard pages >= ExpireContent.sweepMinimumPages else { return .index }
         let sample = try sampleDuePosts(pages: pages)
+        self.sample = sample
         if sample.sampled > 0 {
             context.logger.debug(
                 "sampled posts",
@@ -238,19 +241,25 @@ private final class ExpireContentPass {
         return try context.connection.query(ExpireContentQueries.heapPages, posts).first?.int64("pages") ?? 0
     }
 
-    /// How many posts a sample of the heap's `pages` pages found, and how many of them are due.
-    private func sampleDuePosts(pages: Int64) throws -> (sampled: Int, due: Int) {
+    /// The posts a sample of the heap's `pages` pages found, and how many of them are due, page by page.
+    private func sampleDuePosts(pages: Int64) throws -> DueSample {
         // A fixed number of pages spread over the heap, read by a TID scan: the cost
         // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
-        let sample = try context.inBatch { connection in
+        let rows = try context.inBatch { connection in
             // With ~1,600 addresses the planner prices the TID scan above a sequential
             // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
             try connection.execute(script: "SET LOCAL enable_seqscan = off")
             return try connection.query(
                 queries.sampleDuePosts, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
-            ).first
+            ).rows
         }
-        return (sample?.int("sampled") ?? 0, sample?.int("due") ?? 0)
+        return DueSample(
+            pages: pages,
+            sampledPages: rows.compactMap { row in
+                row.int64("page").map {
+                    DueSample.Page(page: $0, sampled: row.int("sampled") ?? 0, due: row.int("due") ?? 0)
+                }
+            })
     }
 
     /// Deletes due posts range by range over the heap, each range one transaction
@@ -268,6 +277,7 @@ private final class ExpireContentPass {
                 "the sweep compresses its full page images", metadata: ["wal_compression": "\(method)"])
         }
         var first: Int64 = 0
+        let walBefore = context.walBytes
         while first < pages, !context.recordStopIfDue() {
             let last = first + range.pages
             let started = ContinuousClock.now
@@ -275,8 +285,10 @@ private final class ExpireContentPass {
             if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: context.lastBatchWAL) }
             counters.stats.add("swept_pages", Int(min(last, pages) - first))
             first = last
+            context.expectRemainingWAL(sample?.remainingWAL(after: first, wrote: context.walBytes - walBefore))
             context.pauseBetweenBatches()
         }
+        context.expectRemainingWAL(nil)
     }
 
     /// Returns true when the range met rows the app holds (its time then says nothing
@@ -344,6 +356,51 @@ struct SweepRange {
         }
         let next = Int64(min(ideal, Double(pages * 2)))
         pages = min(maximumPages, max(min(Self.minimumPages, maximumPages), next))
+    }
+}
+
+/// What the sample of the heap found (`ExpireContent.samplePages` pages spread evenly
+/// over it), page by page: how much of the table is due, and where.
+struct DueSample: Equatable {
+    struct Page: Equatable {
+        /// The sampled page's number.
+        let page: Int64
+        let sampled: Int
+        let due: Int
+    }
+
+    /// The heap's pages when sampled.
+    let pages: Int64
+    /// The sampled pages that held a row, in any order.
+    let sampledPages: [Page]
+
+    var sampled: Int { sampledPages.reduce(0) { $0 + $1.sampled } }
+    var due: Int { sampledPages.reduce(0) { $0 + $1.due } }
+
+    /// The share of the due rows that lie on pages `page` and after: each sampled
+    /// page stands for the stretch of the heap up to the next one (`pages ÷
+    /// samplePages` pages), counted in part when `page` falls inside it. `nil` when
+    /// the sample found nothing due.
+    func dueShare(from page: Int64) -> Double? {
+        guard due > 0, pages > 0 else { return nil }
+        let stretch = Double(pages) / Double(ExpireContent.samplePages)
+        let ahead = sampledPages.reduce(0.0) { total, sampled in
+            let start = Double(sampled.page)
+            let share = min(1, max(0, (start + stretch - Double(page)) / stretch))
+            return total + Double(sampled.due) * share
+        }
+        return ahead / Double(due)
+    }
+
+    /// The WAL a sweep that wrote `wrote` bytes over the pages before `page` should
+    /// still write: as much per due row as so far, for the due rows the sample puts
+    /// after `page`. `nil` while the sweep has done too little of the due rows (under
+    /// 5%) for its WAL per row to mean much, or when the sample found nothing due.
+    func remainingWAL(after page: Int64, wrote: Int64) -> Int64? {
+        guard let ahead = dueShare(from: page) else { return nil }
+        let done = 1 - ahead
+        guard done >= 0.05 else { return nil }
+        return Int64(Double(max(0, wrote)) * ahead / done)
     }
 }
 

@@ -38,8 +38,8 @@ struct ExpireContentQueries {
 
     /// Counts for a dry run: `$1`–`$3` post lifetime, `$4` pack full popularity.
     let preview: String
-    /// Of the posts at the addresses `$4` (a sample of the heap's pages): how many, and how many
-    /// are due → `sampled`, `due`.
+    /// Of the posts at the addresses `$4` (a sample of the heap's pages), page by page: how
+    /// many, and how many are due → `page`, `sampled`, `due`.
     let sampleDuePosts: String
     /// The heap pages of the relation `$1` (`posts`, schema-qualified) → `pages`.
     static let heapPages = "SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages"
@@ -165,8 +165,9 @@ struct ExpireContentQueries {
             SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDue)
             """
         sampleDuePosts = """
-            SELECT count(*) AS sampled, count(*) FILTER (WHERE \(postDue)) AS due
+            SELECT (s.ctid::text::point)[0]::bigint AS page, count(*) AS sampled, count(*) FILTER (WHERE \(postDue)) AS due
             FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
+            GROUP BY 1
             """
         let packDuePreview = packDue.replacing("$3::float8", with: "$4::float8")
         preview = """

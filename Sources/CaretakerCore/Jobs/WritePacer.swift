@@ -44,6 +44,10 @@ final class WritePacer {
     private var warnedHiddenReplicas = false
     private var toldOfLaggingReplica = false
 
+    /// WAL the run still expects to write, in bytes, when it can tell (the page sweep:
+    /// its pages left × its WAL per page so far); `nil`: it cannot.
+    var remainingWAL: Int64?
+
     /// Books a batch's WAL (positions read at its start and just before its commit) on
     /// the budget, from the instant the batch started: its own run time counts.
     func book(from start: QueryResult, to end: QueryResult, startedAt started: ContinuousClock.Instant) {
@@ -120,7 +124,8 @@ final class WritePacer {
                 """
             ).first?.int64("written")
         else { return nil }
-        return WriteBudget.checkpointCap(writtenSinceRedo: written, checkpointDistance: distance)
+        return WriteBudget.checkpointCap(
+            writtenSinceRedo: written, checkpointDistance: distance, remaining: remainingWAL)
     }
 
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
@@ -179,6 +184,12 @@ final class WritePacer {
 }
 
 extension JobContext {
+    /// Tells the WAL budget how much WAL the run still expects to write (`nil`: it
+    /// cannot tell), so that it caps the rate for checkpoints only when they will come.
+    public func expectRemainingWAL(_ bytes: Int64?) {
+        pacer.remainingWAL = bytes
+    }
+
     /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
     public var walBytes: Int64 { pacer.walBytes }
     /// WAL the latest batch wrote, in bytes.
@@ -273,8 +284,14 @@ struct WriteBudget {
     /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
     /// them at least `checkpointSpacing` apart (`max_wal_size = 256MB`: 13.5 MB/s;
     /// 1GB: 54 MB/s). Below half the distance, no cap: a backlog that fits stays fast.
-    static func checkpointCap(writtenSinceRedo written: Int64, checkpointDistance distance: Int64) -> Int64? {
+    /// When the run knows the WAL it has `remaining`, the cap waits until that no
+    /// longer fits before the distance: a backlog that will not force a checkpoint
+    /// is not slowed for one.
+    static func checkpointCap(
+        writtenSinceRedo written: Int64, checkpointDistance distance: Int64, remaining: Int64? = nil
+    ) -> Int64? {
         guard distance > 0, written >= distance / 2 else { return nil }
+        if let remaining, written + remaining < distance { return nil }
         return max(1, distance * 1_000_000 / checkpointSpacing.microseconds)
     }
 
