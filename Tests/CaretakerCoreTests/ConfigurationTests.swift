@@ -87,7 +87,7 @@ import Testing
     func sparingTheApp() throws {
         let defaults = try parse("")
         let expire = try #require(defaults.job(named: "expire-content"))
-        #expect(expire.maxWALRate == 128 << 20)
+        #expect(expire.maxWALRate == 384 << 20)
         #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(!expire.synchronousCommit)
@@ -98,7 +98,7 @@ import Testing
         #expect(!expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
-        #expect(mail.synchronousCommit && mail.maxWALRate == 128 << 20 && mail.maxReplicaLag == .seconds(5))
+        #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))
         let tuned = try parse(
             """
             [jobs.expire-content]

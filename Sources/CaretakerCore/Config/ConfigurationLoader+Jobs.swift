@@ -11,7 +11,7 @@ extension ConfigurationLoader {
     /// `max_wal_rate`: what a backlog's batches may write per second at most (BENCHMARKS.md,
     /// C1; the budget starts at half of it and follows `max_commit_slowdown`); in
     /// low-footprint mode what an SD card takes without holding up the app's commits.
-    static let defaultMaxWALRate: Int64 = 128 << 20
+    static let defaultMaxWALRate: Int64 = 384 << 20
     static let lowFootprintMaxWALRate: Int64 = 16 << 20
     /// `max_commit_slowdown`: how much slower than the run's quietest a commit may get
     /// before the WAL budget is cut (`WriteBudget`).
