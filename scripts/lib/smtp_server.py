@@ -151,6 +151,18 @@ def authenticator(server, session, envelope, mechanism, auth_data):
     return AuthResult(success=ok, handled=False, auth_data=auth_data)
 
 
+class NoDelaySMTP(SMTP):
+    """aiosmtpd writes a multi-line reply (EHLO's) one line at a time; with Nagle's
+    algorithm on, every line after the first waits for the client's delayed ACK, and
+    each session loses 40 ms to it (a real MTA sends the reply in one write)."""
+
+    def connection_made(self, transport):
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+
+
 async def main():
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -162,7 +174,7 @@ async def main():
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(args.cert, args.key)
     starttls = args.tls == "starttls"
-    factory = lambda: SMTP(
+    factory = lambda: NoDelaySMTP(
         Handler(), hostname="caretaker-test", decode_data=False,
         authenticator=authenticator if args.auth else None,
         auth_required=bool(args.auth), auth_require_tls=False,
