@@ -45,34 +45,11 @@ import Testing
     @Test("migrate builds the posts indexes CONCURRENTLY: an existing app keeps writing to posts meanwhile")
     func indexesDoNotBlockTheApp() throws {
         let db = try TestDatabase(migrated: false)
-        let server = TemporaryPostgres.shared
         // An existing app: its tables, no caretaker yet, and a writer whose transaction is still open.
         try db.connection.execute(script: Migration.all.first { $0.version == 2 }!.sql(appSchema: "public"))
         try db.connection.execute(script: "DROP INDEX IF EXISTS posts_created_idx, posts_pack_idx, posts_author_idx")
-        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
-        let writer = try server.connect(database: db.name)
-        try writer.query("BEGIN")
-        try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
-        let name = db.name
-        let migration = BackgroundThread {
-            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).count
-        }
-        // Wait until migrate is building an index (and waiting for the open writer).
-        let building = try eventually(timeout: .seconds(30)) {
-            try db.count(
-                """
-                SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%CREATE INDEX%' AND wait_event_type = 'Lock'
-                """, name) > 0
-        }
-        #expect(building, "migrate never reached the index build")
-        // Another app write goes through at once: a plain CREATE INDEX would queue it behind the build.
-        let app = try server.connect(database: name)
-        try app.query("SET lock_timeout = '2s'")
-        #expect(throws: Never.self, "the app's write was blocked by the index build") {
-            try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
-        }
-        try writer.query("COMMIT")
-        #expect(try migration.value() == Migration.all.count)
+        let applied = try Self.migrateWhileTheAppWrites(db, waitingIn: "CREATE INDEX")
+        #expect(applied.count == Migration.all.count)
         #expect(
             try db.count(
                 """
@@ -132,36 +109,13 @@ import Testing
     @Test("migration 9 drops the index CONCURRENTLY: the app keeps writing to posts while it waits")
     func dropDoesNotBlockTheApp() throws {
         let db = try TestDatabase(migrated: false)
-        let server = TemporaryPostgres.shared
         try Migrator(appSchema: "public").migrate(on: db.connection)
         try db.connection.execute(
             script: """
                 CREATE INDEX posts_pack_idx ON posts (pack_id);
                 DELETE FROM caretaker.schema_migrations WHERE version = 9;
                 """)
-        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
-        let writer = try server.connect(database: db.name)
-        try writer.query("BEGIN")
-        try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
-        let name = db.name
-        let migration = BackgroundThread {
-            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).map(\.version)
-        }
-        let dropping = try eventually(timeout: .seconds(30)) {
-            try db.count(
-                """
-                SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%DROP INDEX%' AND wait_event_type = 'Lock'
-                """, name) > 0
-        }
-        #expect(dropping, "migrate never reached the drop")
-        // A plain DROP INDEX would hold its place in the lock queue and stop this write.
-        let app = try server.connect(database: name)
-        try app.query("SET lock_timeout = '2s'")
-        #expect(throws: Never.self, "the app's write was blocked by the drop") {
-            try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
-        }
-        try writer.query("COMMIT")
-        #expect(try migration.value() == [9])
+        #expect(try Self.migrateWhileTheAppWrites(db, waitingIn: "DROP INDEX") == [9])
         #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'") == 0)
     }
 
@@ -232,5 +186,37 @@ import Testing
                 sharedColumn + "; used only by send-temp-passwords, leader-succession, which are disabled",
                 missingColumn + "; used only by leader-succession, which is disabled",
             ])
+    }
+
+    /// Runs `migrate` while an app's transaction that wrote to `posts` is still open,
+    /// waits until migrate waits for it in a statement containing `statement`, and checks
+    /// that another app write goes through meanwhile (a plain `CREATE INDEX` or `DROP
+    /// INDEX` would queue it behind itself). Then commits the app's transaction and
+    /// returns the versions migrate applied.
+    static func migrateWhileTheAppWrites(_ db: TestDatabase, waitingIn statement: String) throws -> [Int] {
+        let server = TemporaryPostgres.shared
+        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
+        let writer = try server.connect(database: db.name)
+        try writer.query("BEGIN")
+        try writer.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        let name = db.name
+        let migration = BackgroundThread {
+            try Migrator(appSchema: "public").migrate(on: server.connect(database: name)).map(\.version)
+        }
+        let waiting = try eventually(timeout: .seconds(30)) {
+            try db.count(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = $1 AND query ILIKE '%' || $2 || '%' AND wait_event_type = 'Lock'
+                """, name, statement) > 0
+        }
+        #expect(waiting, "migrate never reached \(statement)")
+        let app = try server.connect(database: name)
+        try app.query("SET lock_timeout = '2s'")
+        #expect(throws: Never.self, "the app's write was blocked by \(statement)") {
+            try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        }
+        try writer.query("COMMIT")
+        return try migration.value()
     }
 }
