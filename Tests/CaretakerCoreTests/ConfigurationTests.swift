@@ -90,6 +90,7 @@ import Testing
         #expect(expire.maxWALRate == 384 << 20)
         #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
+        #expect(expire.checkpointSpacing == .seconds(10))
         #expect(!expire.synchronousCommit)
         guard case .expireContent(let expiry) = expire.settings else {
             Issue.record("wrong settings")
@@ -105,11 +106,13 @@ import Testing
             max_wal_rate = "512kB/s"
             max_replica_lag = "1500ms"
             max_commit_slowdown = "200%"
+            checkpoint_spacing = "3500ms"
             synchronous_commit = true
             [jobs.prune]
             max_wal_rate = ""
             max_replica_lag = ""
             max_commit_slowdown = ""
+            checkpoint_spacing = ""
             """)
         let tunedExpire = try #require(tuned.job(named: "expire-content"))
         #expect(tunedExpire.maxWALRate == 512 * 1024 && tunedExpire.maxReplicaLag == .milliseconds(1500))
@@ -117,7 +120,11 @@ import Testing
         #expect(tuned.job(named: "prune")?.maxCommitSlowdown == nil)
         #expect(tunedExpire.synchronousCommit)
         let off = try #require(tuned.job(named: "prune"))
-        #expect(off.maxWALRate == nil && off.maxReplicaLag == nil)
+        #expect(off.maxWALRate == nil && off.maxReplicaLag == nil && off.checkpointSpacing == nil)
+        #expect(tunedExpire.checkpointSpacing == .milliseconds(3500))
+        #expect(throws: ConfigurationError.self) {
+            try parse("[jobs.expire-content]\ncheckpoint_spacing = \"0s\"\n")
+        }
     }
 
     @Test(

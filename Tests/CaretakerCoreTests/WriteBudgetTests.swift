@@ -95,6 +95,10 @@ import Testing
             WriteBudget.checkpointCap(
                 writtenSinceRedo: half - 1, checkpointDistance: distance, remaining: 10 * distance)
                 == nil, "below half the distance: no cap, as without an estimate")
+        // checkpoint_spacing: a checkpoint every 4 s instead of 10 s allows 2.5 times the rate.
+        #expect(
+            WriteBudget.checkpointCap(writtenSinceRedo: half, checkpointDistance: distance, spacing: .seconds(4))
+                == Int64(Double(distance) / 4))
     }
 
     @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")

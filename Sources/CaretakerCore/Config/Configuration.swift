@@ -120,6 +120,9 @@ public struct JobConfiguration: Sendable {
     public var maxCommitSlowdown: Int?
     /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
     public var maxReplicaLag: Duration?
+    /// With an adaptive WAL budget: while a backlog forces checkpoints, keep them at least
+    /// this far apart (`checkpoint_spacing`, `WriteBudget.checkpointCap`); `nil`: no cap.
+    public var checkpointSpacing: Duration? = ConfigurationLoader.defaultCheckpointSpacing
     /// `false`: the job's batches commit with `synchronous_commit = off` (the default for a
     /// job whose work is idempotent, `BuiltInJob.isIdempotentBulkWork`: a batch lost in a crash is redone next run).
     public var synchronousCommit: Bool

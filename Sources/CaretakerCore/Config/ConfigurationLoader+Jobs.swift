@@ -18,6 +18,8 @@ extension ConfigurationLoader {
     static let defaultMaxCommitSlowdown = 100
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
+    /// `checkpoint_spacing`: how far apart a backlog's forced checkpoints are kept (BENCHMARKS.md, C1).
+    static let defaultCheckpointSpacing: Duration = .seconds(10)
 
     static func readJobs(
         _ root: inout TableReader, worker: WorkerOptions
@@ -135,6 +137,8 @@ extension ConfigurationLoader {
             maxReplicaLag: try table.optionalDuration(
                 "max_replica_lag", default: defaultMaxReplicaLag,
                 minimum: .milliseconds(1)),
+            checkpointSpacing: try table.optionalDuration(
+                "checkpoint_spacing", default: defaultCheckpointSpacing, minimum: .milliseconds(1)),
             synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)
     }

@@ -117,7 +117,7 @@ final class WritePacer {
                     """
                 ).first?.int64("distance")) ?? 0
         }
-        guard let distance = checkpointDistance, distance > 0,
+        guard let spacing = job.checkpointSpacing, let distance = checkpointDistance, distance > 0,
             let written = try? connection.query(
                 """
                 SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
@@ -125,7 +125,7 @@ final class WritePacer {
             ).first?.int64("written")
         else { return nil }
         return WriteBudget.checkpointCap(
-            writtenSinceRedo: written, checkpointDistance: distance, remaining: remainingWAL)
+            writtenSinceRedo: written, checkpointDistance: distance, remaining: remainingWAL, spacing: spacing)
     }
 
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
@@ -282,20 +282,20 @@ struct WriteBudget {
     /// what requests a checkpoint, this backlog will force checkpoints. Each one makes
     /// the app's next change of every page it touches a full page image, and writes out
     /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
-    /// them at least `checkpointSpacing` apart (`max_wal_size = 256MB`: 13.5 MB/s;
-    /// 1GB: 54 MB/s). Below half the distance, no cap: a backlog that fits stays fast.
+    /// them at least `spacing` apart (`checkpoint_spacing`, 10 s: 13.5 MB/s at
+    /// `max_wal_size = 256MB`, 54 MB/s at 1GB). Below half the distance, no cap: a
+    /// backlog that fits stays fast.
     /// When the run knows the WAL it has `remaining`, the cap waits until that no
     /// longer fits before the distance: a backlog that will not force a checkpoint
     /// is not slowed for one.
     static func checkpointCap(
-        writtenSinceRedo written: Int64, checkpointDistance distance: Int64, remaining: Int64? = nil
+        writtenSinceRedo written: Int64, checkpointDistance distance: Int64, remaining: Int64? = nil,
+        spacing: Duration = .seconds(10)
     ) -> Int64? {
         guard distance > 0, written >= distance / 2 else { return nil }
         if let remaining, written + remaining < distance { return nil }
-        return max(1, distance * 1_000_000 / checkpointSpacing.microseconds)
+        return max(1, Int64(Double(distance) * 1_000_000 / Double(max(1, spacing.microseconds))))
     }
-
-    static let checkpointSpacing: Duration = .seconds(10)
 
     mutating func observe(commit latency: Duration) {
         if heldUp(latency) {

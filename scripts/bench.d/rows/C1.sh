@@ -41,6 +41,7 @@ c1_config() {
         rate=*) extra=("max_wal_rate = \"${3#rate=}/s\"") ;;
         fixed=*) extra=("max_wal_rate = \"${3#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
         slowdown=*) extra=("max_commit_slowdown = \"${3#slowdown=}%\"") ;;
+        spacing=*) extra=("checkpoint_spacing = \"${3#spacing=}\"") ;;
         *) echo "scripts/bench: unknown C1 variant $3 (see --help)" >&2; exit 64 ;;
     esac
     config "$1" "$2" <<TOML
