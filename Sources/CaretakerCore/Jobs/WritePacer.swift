@@ -106,8 +106,10 @@ final class WritePacer {
 
     /// The rate `WriteBudget.checkpointCap` allows now, from the WAL written since the
     /// latest checkpoint's redo point (`pg_control_checkpoint()`, which any role may call
-    /// on PostgreSQL 15). `nil` when it cannot be read.
+    /// on PostgreSQL 15). `nil` when it cannot be read, or with `checkpoint_spacing = ""`
+    /// (then nothing is read).
     private func checkpointCap(on connection: Connection) -> Int64? {
+        guard let spacing = job.checkpointSpacing else { return nil }
         if checkpointDistance == nil {
             checkpointDistance =
                 (try? connection.query(
@@ -117,7 +119,7 @@ final class WritePacer {
                     """
                 ).first?.int64("distance")) ?? 0
         }
-        guard let spacing = job.checkpointSpacing, let distance = checkpointDistance, distance > 0,
+        guard let distance = checkpointDistance, distance > 0,
             let written = try? connection.query(
                 """
                 SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
