@@ -78,18 +78,14 @@ public struct JobHealth: Sendable {
             return health(false, "last run failed: \(runs.lastError ?? "no error recorded")")
         }
         guard let lastSuccess else {
-            guard let watchedFor else {
-                if now - installed > stale {
-                    return health(false, "has never succeeded, and the schema was migrated more than \(staleText) ago")
-                }
-                return health(true, "has not run yet")
+            // The grace runs from the migration (the commands), or from when the daemon first saw the job.
+            var graceFrom = installed
+            var overdue = "has never succeeded, and the schema was migrated more than \(staleText) ago"
+            if let watchedFor {
+                graceFrom = max(installed, try store.firstSeen(job: job.name) ?? now - watchedFor.seconds)
+                overdue = "has never succeeded in the \(staleText) (stale_after) since caretaker first saw it"
             }
-            let firstSeen = try store.firstSeen(job: job.name) ?? now - watchedFor.seconds
-            if now - max(installed, firstSeen) > stale {
-                return health(
-                    false, "has never succeeded in the \(staleText) (stale_after) since caretaker first saw it")
-            }
-            return health(true, "has not run yet")
+            return now - graceFrom > stale ? health(false, overdue) : health(true, "has not run yet")
         }
         if now - lastSuccess > stale {
             return health(false, "last success is older than stale_after (\(staleText))")
