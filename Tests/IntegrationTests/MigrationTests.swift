@@ -140,7 +140,7 @@ import Testing
     @Test("check names a dropped column and a wrong type")
     func checkNamesColumns() throws {
         let db = try TestDatabase()
-        try db.connection.query("ALTER TABLE posts DROP COLUMN likes")
+        try db.connection.query("ALTER TABLE posts DROP COLUMN likes CASCADE")
         try db.connection.query("ALTER TABLE sessions ALTER COLUMN revoked_reason TYPE integer USING NULL")
         let problems = try SchemaCheck.check(db.connection, appSchema: "public").problems
         #expect(problems.contains { $0.contains("public.posts.likes is missing") }, "\(problems)")

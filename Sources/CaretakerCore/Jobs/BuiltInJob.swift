@@ -67,6 +67,17 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
     /// The job deletes caretaker's own history (`job_runs`, `job_slots`), so the runtime role needs DELETE there.
     var deletesRunHistory: Bool { self == .prune }
 
+    /// What the job reads and writes of caretaker's own tables beyond the run history,
+    /// for `migrate --grant`: `expire-content` keeps its pack looks (migration 10).
+    var caretakerTablePrivileges: [String: RuntimeGrants.TablePrivileges] {
+        guard self == .expireContent else { return [:] }
+        return [
+            "pack_looks": RuntimeGrants.TablePrivileges(delete: true, allColumns: true),
+            "pack_marks": RuntimeGrants.TablePrivileges(delete: true, allColumns: true),
+            "pack_look_state": RuntimeGrants.TablePrivileges(allColumns: true),
+        ]
+    }
+
     /// What the job reads and writes, per app table, for `migrate --grant`; the SQL is in the job's file.
     var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] {
         typealias Privileges = RuntimeGrants.TablePrivileges

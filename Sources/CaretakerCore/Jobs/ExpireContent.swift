@@ -120,11 +120,55 @@ private final class ExpireContentPass {
 
     // MARK: Packs and the index path
 
+    /// Looks at the packs that may be due (`caretaker.pack_looks`, migration 10) and
+    /// deletes those that are: first the marks the app's writes left become looks due
+    /// now; then, if the looks were made with other settings, after a `TRUNCATE`, or
+    /// more than a day ago, every pack that may expire is looked at again; then every
+    /// look that is due. A run with nothing due reads a few index entries, however
+    /// many packs wait.
     private func expirePacks() throws {
-        try keysetBatches(
-            select: queries.selectDuePacks, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
-            parameters: queries.packParameters, blockedCounter: "packs_blocked"
-        ) { true }
+        try context.repeatBatches {
+            try context.inBatch(statement: ExpireContentQueries.takePackMarks, [context.job.batchSize])
+                .first?.int("marks") ?? 0
+        }
+        guard !context.recordStopIfDue() else { return }
+        let state = try context.inBatch(statement: ExpireContentQueries.packLooksHold, [queries.lookSettings]).first
+        if state?.bool("hold") != true, let started = state?["now"] {
+            var cursor = KeysetCursor(orderedBy: "created_at")
+            var finished = false
+            try context.repeatBatches {
+                let packs = try lookAtPacks(queries.selectExpirablePacks, cursor: &cursor)
+                finished = packs < context.job.batchSize
+                return packs
+            }
+            if finished {
+                let generation = state?.int64("generation") ?? 0
+                try context.inBatch(
+                    statement: ExpireContentQueries.finishFullLook, [queries.lookSettings, started, generation])
+            }
+        }
+        var cursor = KeysetCursor(orderedBy: "look_at")
+        try context.repeatBatches { try lookAtPacks(ExpireContentQueries.selectLooksDue, cursor: &cursor) }
+    }
+
+    /// One batch of packs from `select` (keyset `cursor`): looks at them, then deletes
+    /// those due. Returns how many packs were looked at.
+    private func lookAtPacks(_ select: String, cursor: inout KeysetCursor) throws -> Int {
+        let packs = try context.inBatch(statement: select, cursor.parameters + [context.job.batchSize]).rows
+        cursor.advance(past: packs)
+        let ids = packs.compactMap { $0.int64("id") }
+        guard !ids.isEmpty else { return 0 }
+        let due = try context.inBatch(statement: queries.lookAtPacks, queries.lookParameters + [PostgresArray(ids)])
+            .rows.compactMap { $0.int64("id") }
+        if !due.isEmpty {
+            let statement = Connection.Statement(
+                queries.selectDuePacks, queries.packParameters + [PostgresArray(due), context.job.batchSize])
+            _ = try batch(
+                select: statement, lock: queries.lockPostsOfPacks, delete: queries.deletePacks,
+                parameters: queries.packParameters, blockedCounter: "packs_blocked"
+            ) { rows in rows.compactMap { $0.int64("id") } }
+        }
+        return ids.count
     }
 
     /// Posts past the maximum lifetime, then the buckets. Stops early when `backlog`

@@ -12,12 +12,53 @@ struct ExpireContentQueries {
     let lifetimeParameters: [any PostgresBindable]
     let packParameters: [any PostgresBindable]
 
-    /// Packs due, in `(created_at, id)` order after `$4`/`$5`, at most `$6` → `id`, `created_at`.
+    /// `$1`–`$4` of a pack look: the lifetime's minimum and maximum, the pack's and the
+    /// post's full popularity.
+    let lookParameters: [any PostgresBindable]
+    /// The settings the pack looks depend on, kept in `pack_look_state.settings`.
+    let lookSettings: String
+    /// Turns at most `$1` marks into looks due at once → `marks` (how many were taken).
+    static let takePackMarks = """
+        WITH marked AS (
+            DELETE FROM caretaker.pack_marks
+            WHERE ctid = ANY(ARRAY(SELECT ctid FROM caretaker.pack_marks LIMIT $1)) RETURNING pack_id),
+        looks AS (
+            INSERT INTO caretaker.pack_looks (pack_id, look_at) SELECT DISTINCT pack_id, '-infinity'::timestamptz FROM marked
+            ON CONFLICT (pack_id) DO UPDATE SET look_at = '-infinity')
+        SELECT count(*) AS marks FROM marked
+        """
+    /// Whether the looks stand for settings `$1` and the last look at every pack is
+    /// less than a day old → `hold`, `generation`, `now`.
+    static let packLooksHold = """
+        SELECT coalesce(bool_and(s.settings = $1 AND s.full_look_at > now() - interval '1 day'), false) AS hold,
+               coalesce(max(s.generation), 0) AS generation, now()::text AS now
+        FROM (SELECT 1) one LEFT JOIN caretaker.pack_look_state s ON true
+        """
+    /// Records a look at every pack that began at `$2` with the settings `$1`, unless
+    /// a `TRUNCATE` changed the generation `$3` meanwhile.
+    static let finishFullLook = """
+        INSERT INTO caretaker.pack_look_state AS s (settings, full_look_at, generation) VALUES ($1, $2::timestamptz, $3)
+        ON CONFLICT (only_row) DO UPDATE SET settings = excluded.settings, full_look_at = excluded.full_look_at
+        WHERE s.generation = excluded.generation
+        """
+    /// Packs whose look is due, in `(look_at, pack_id)` order after `$1`/`$2`, at most `$3` → `id`, `look_at`.
+    static let selectLooksDue = """
+        SELECT l.pack_id AS id, l.look_at FROM caretaker.pack_looks l
+        WHERE l.look_at <= now() AND (l.look_at, l.pack_id) > ($1::timestamptz, $2::bigint)
+        ORDER BY l.look_at, l.pack_id LIMIT $3
+        """
+    /// Every pack that may expire, in `(created_at, id)` order after `$1`/`$2`, at most `$3` → `id`, `created_at`.
+    let selectExpirablePacks: String
+    /// Looks at the packs `$5`: forgets those that are gone or never expire, records
+    /// when each of the others can next be due, and returns those due now → `id`.
+    let lookAtPacks: String
+    /// Of the packs `$4`, those due, locked, at most `$5` → `id`.
     let selectDuePacks: String
     /// Locks the posts of packs `$1` FOR SHARE: a like in flight commits first, and none
     /// can start, so `deletePacks` (a later statement: a fresh snapshot) counts every like.
     let lockPostsOfPacks: String
-    /// Deletes packs `$4` that are still due → `packs`, `posts` (those that went with them).
+    /// Deletes packs `$4` that are still due, and their looks → `packs`, `posts` (those
+    /// that went with them).
     let deletePacks: String
 
     /// Posts older than the maximum lifetime (all due), keyset `$4`/`$5`, limit `$6`.
@@ -53,6 +94,11 @@ struct ExpireContentQueries {
             settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
             Double(settings.packFullPopularity),
         ]
+        lookParameters = [
+            settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
+            Double(settings.packFullPopularity), Double(settings.postFullPopularity),
+        ]
+        lookSettings = lookParameters.map { "\($0)" }.joined(separator: " ")
         let postDue = "s.created_at + \(Self.lifetime(of: "s.likes")) <= now()"
         // A pack is due when its popularity is at most `full × (age − min) ÷ (max − min)`
         // (`packThreshold`), so members and likes are counted only until they pass it:
@@ -78,34 +124,65 @@ struct ExpireContentQueries {
         let olderThanMaximum = "created_at <= now() - $2::bigint * interval '1 microsecond'"
         let youngerThanMaximum = "created_at > now() - $2::bigint * interval '1 microsecond'"
 
-        // Before its popularity is counted, a pack must pass a cheaper test: no post
-        // of it alone has more likes than the pack may have and be due. That is one
-        // index-only probe of `posts (pack_id, likes)` (migration 8) per pack, and it
-        // settles almost every pack that is not due. It is computed in float8 and
-        // compared one like higher, so rounding never leaves a due pack out; packs past the
-        // maximum lifetime (due whatever their popularity) always pass it. `OFFSET 0`
-        // keeps the planner from testing `packDue` first.
-        let likesCeiling = """
-            CASE WHEN p.\(olderThanMaximum) THEN 2147483647
-                 ELSE least(floor($3::float8 * (date_part('epoch', now() - p.created_at) * 1000000 - $1::bigint)
-                                  / greatest($2::bigint - $1::bigint, 1)) + 1, 2147483647)::int END
+        selectExpirablePacks = """
+            SELECT p.id, p.created_at FROM \(s).packs p
+            WHERE NOT p.is_admin AND (p.created_at, p.id) > ($1::timestamptz, $2::bigint)
+            ORDER BY p.created_at, p.id LIMIT $3
+            """
+        // A look counts the popularity only up to the full popularity, past which the
+        // lifetime is the maximum anyway: members by a LIMIT, then the posts' likes in
+        // descending order up to the first post that takes the sum there (an
+        // index-only running sum on `posts (pack_id, likes)`), whose rows alone are
+        // then read for their `created_at`. The pack can be due no sooner than its
+        // lifetime at that popularity allows, nor than one of the counted posts can
+        // expire (`expire-content` deletes posts without leaving a mark); anything else
+        // that lowers the popularity leaves a mark (migration 10).
+        let packLifetime = Self.lifetime(of: "members.n + coalesce(counted.likes, 0)")
+        lookAtPacks = """
+            WITH looked AS (
+                SELECT c.id, p.id IS NOT NULL AND NOT p.is_admin AS expirable,
+                       p.created_at + \(packLifetime) <= now() AS due,
+                       least(p.created_at + \(packLifetime), counted.stay_until) AS look_at
+                FROM unnest($5::bigint[]) AS c(id)
+                LEFT JOIN \(s).packs p ON p.id = c.id
+                LEFT JOIN LATERAL (
+                    SELECT count(*) AS n FROM (
+                        SELECT FROM \(s).pack_members m WHERE m.pack_id = p.id LIMIT ceil($3::float8)::bigint) m
+                ) members ON true
+                LEFT JOIN LATERAL (
+                    SELECT r.n FROM (
+                        SELECT row_number() OVER w AS n, sum(x.likes) OVER w AS running
+                        FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > 0
+                        WINDOW w AS (ORDER BY x.likes DESC ROWS UNBOUNDED PRECEDING)) r
+                    WHERE members.n + r.running >= $3::float8 LIMIT 1
+                ) crossing ON true
+                LEFT JOIN LATERAL (
+                    SELECT sum(t.likes) AS likes, min(t.created_at + \(Self.lifetime(of: "t.likes", full: "$4"))) AS stay_until
+                    FROM (SELECT x.likes, x.created_at FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > 0
+                          ORDER BY x.likes DESC
+                          LIMIT CASE WHEN members.n >= $3::float8 THEN 0 ELSE crossing.n END) t
+                ) counted ON true
+            ),
+            forgotten AS (
+                DELETE FROM caretaker.pack_looks l USING looked WHERE l.pack_id = looked.id AND NOT looked.expirable),
+            recorded AS (
+                INSERT INTO caretaker.pack_looks (pack_id, look_at)
+                SELECT id, look_at FROM looked WHERE expirable AND NOT due
+                ON CONFLICT (pack_id) DO UPDATE SET look_at = excluded.look_at)
+            SELECT id FROM looked WHERE expirable AND due ORDER BY id
             """
         selectDuePacks = """
-            SELECT p.id, p.created_at
-            FROM (SELECT p.id, p.created_at FROM \(s).packs p
-                  WHERE NOT p.is_admin AND p.\(olderThanMinimum) AND (p.created_at, p.id) > ($4::timestamptz, $5::bigint)
-                    AND NOT EXISTS (SELECT FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > \(likesCeiling))
-                  ORDER BY p.created_at, p.id OFFSET 0) candidate
-            JOIN \(s).packs p ON p.id = candidate.id
-            WHERE \(packDue)
-            ORDER BY candidate.created_at, candidate.id LIMIT $6
+            SELECT p.id FROM \(s).packs p
+            WHERE p.id = ANY($4::bigint[]) AND \(packDue)
+            ORDER BY p.id LIMIT $5
             FOR UPDATE OF p SKIP LOCKED
             """
         lockPostsOfPacks = """
             SELECT count(*) FROM (SELECT 1 FROM \(s).posts x WHERE x.pack_id = ANY($1::bigint[]) FOR SHARE OF x) locked
             """
         deletePacks = """
-            WITH gone AS (DELETE FROM \(s).packs p WHERE p.id = ANY($4::bigint[]) AND \(packDue) RETURNING p.id)
+            WITH gone AS (DELETE FROM \(s).packs p WHERE p.id = ANY($4::bigint[]) AND \(packDue) RETURNING p.id),
+            forgotten AS (DELETE FROM caretaker.pack_looks l WHERE l.pack_id IN (SELECT id FROM gone))
             SELECT count(*) AS packs,
                    (SELECT count(*) FROM \(s).posts x WHERE x.pack_id IN (SELECT id FROM gone)) AS posts
             FROM gone
@@ -181,10 +258,10 @@ struct ExpireContentQueries {
             """
     }
 
-    /// `L(p)` as an interval, from `$1` (min µs), `$2` (max µs), `$3` (full popularity).
-    static func lifetime(of popularity: String) -> String {
+    /// `L(p)` as an interval, from `$1` (min µs), `$2` (max µs), `full` (full popularity, `$3`).
+    static func lifetime(of popularity: String, full: String = "$3") -> String {
         """
-        (($1::bigint + ($2::bigint - $1::bigint) * least(1.0, greatest(\(popularity), 0)::float8 / $3::float8)) \
+        (($1::bigint + ($2::bigint - $1::bigint) * least(1.0, greatest(\(popularity), 0)::float8 / \(full)::float8)) \
         * interval '1 microsecond')
         """
     }

@@ -42,6 +42,7 @@ public struct Migration: Sendable {
         .jobAlerts,
         .packLikesIndex,
         .dropRedundantPackIndex,
+        .packLooks,
     ]
 
     /// The SQL with the app schema substituted.

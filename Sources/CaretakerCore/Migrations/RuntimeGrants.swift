@@ -45,6 +45,9 @@ public struct RuntimeGrants: Sendable {
             for (table, privileges) in builtIn.appTablePrivileges {
                 appTables[table, default: TablePrivileges()].merge(privileges)
             }
+            for (table, privileges) in builtIn.caretakerTablePrivileges {
+                caretakerTables[table, default: TablePrivileges()].merge(privileges)
+            }
             if builtIn.deletesRunHistory {
                 caretakerTables["job_runs"]?.delete = true
                 caretakerTables["job_slots"]?.delete = true
@@ -64,6 +67,10 @@ public struct RuntimeGrants: Sendable {
         // [alerts]: each instance reads and claims the alert state of every job.
         "job_alerts": TablePrivileges(allColumns: true),
         "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
+        // expire-content's pack looks: nothing unless it is enabled.
+        "pack_looks": TablePrivileges(),
+        "pack_marks": TablePrivileges(),
+        "pack_look_state": TablePrivileges(),
     ]
 
     /// The app tables the built-in jobs work on (the reference schema of SPEC §1), from the
