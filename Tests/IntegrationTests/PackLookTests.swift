@@ -41,6 +41,14 @@ import Testing
         ).first!.int64("id")!
     }
 
+    /// The runs after migrating, with no pack yet: the first looks at every pack, the
+    /// second only at what is due or marked (each test makes its packs after these).
+    func firstRuns() throws {
+        try db.runSucceeding("expire-content")
+        try db.runSucceeding("expire-content")
+        #expect(try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE settings <> ''") == 1)
+    }
+
     func exists(pack id: Int64) throws -> Bool {
         try db.count("SELECT count(*) FROM packs WHERE id = $1", id) == 1
     }
@@ -66,6 +74,7 @@ import Testing
         "whatever lowers a pack's popularity or brings its deadline nearer makes the next run look again",
         arguments: Lowering.allCases)
     func lowering(_ lowering: Lowering) throws {
+        try firstRuns()
         // At 30 h a pack is due at a popularity of at most 25 (100 × 6 ÷ 24).
         let elsewhere = try pack(age: "1 hour", admin: true)
         var target: Int64 = 0
@@ -120,6 +129,7 @@ import Testing
 
     @Test("a run with nothing due looks at no pack again, and likes going up leave no mark")
     func nothingDue() throws {
+        try firstRuns()
         let popular = try pack(age: "30 hours")
         try post(in: popular, likes: 150)
         let young = try pack(age: "1 hour", members: 3)
@@ -141,6 +151,7 @@ import Testing
 
     @Test("a look is due by the time a post it counted can expire: the pack goes the run after that post")
     func countedPostExpires() throws {
+        try firstRuns()
         // The pack's only likes are on a post already past its own 48 h: the first run
         // counts them (packs go first) and then deletes the post, leaving no mark.
         let target = try pack(age: "30 hours")
@@ -164,6 +175,7 @@ import Testing
 
     @Test("a post made older marks its pack: the pack goes the run after the post")
     func postMadeOlder() throws {
+        try firstRuns()
         let target = try pack(age: "30 hours")
         let liked = try post(in: target, likes: 100)
         try db.runSucceeding("expire-content")
@@ -176,6 +188,7 @@ import Testing
 
     @Test("other settings make the next run look at every pack again")
     func settingsChange() throws {
+        try firstRuns()
         let target = try pack(age: "31 hours")
         try post(in: target, likes: 150)
         try db.runSucceeding("expire-content")
@@ -187,6 +200,7 @@ import Testing
 
     @Test("a mark that never came (triggers bypassed) is made up for by the look at every pack a day later")
     func dailyLook() throws {
+        try firstRuns()
         let target = try pack(age: "30 hours")
         try post(in: target, likes: 100)
         try db.runSucceeding("expire-content")
@@ -212,15 +226,17 @@ import Testing
         let generation = try db.connection.query("SELECT generation FROM caretaker.pack_look_state").first!.int64(
             "generation")!
         try db.connection.query("TRUNCATE pack_members")
-        try db.connection.query(ExpireContentQueries.finishFullLook, "settings", "2026-01-01 00:00:00+00", generation)
+        try db.connection.query(
+            ExpireContentQueries.finishFullLook, "settings", "2026-01-01 00:00:00+00", generation, false)
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE settings = ''") == 1)
         try db.connection.query(
-            ExpireContentQueries.finishFullLook, "settings", "2026-01-01 00:00:00+00", generation + 1)
+            ExpireContentQueries.finishFullLook, "settings", "2026-01-01 00:00:00+00", generation + 1, false)
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE settings = 'settings'") == 1)
     }
 
     @Test("the app's writes leave their marks without any right on caretaker's tables")
     func appRoleNeedsNoGrant() throws {
+        try firstRuns()
         let target = try pack(age: "30 hours")
         try post(in: target, likes: 100)
         try db.connection.query("DELETE FROM caretaker.pack_marks")
@@ -235,5 +251,30 @@ import Testing
                 RESET ROLE;
                 """)
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_marks WHERE pack_id = $1", target) == 2)
+    }
+
+    @Test(
+        "while expire-content has not looked at every pack for two days, the app's writes leave no mark; the run that resumes looks at every pack twice"
+    )
+    func noMarksWhileOff() throws {
+        try firstRuns()
+        let target = try pack(age: "30 hours")
+        try post(in: target, likes: 100)
+        try db.runSucceeding("expire-content")
+        try db.connection.query(
+            "UPDATE caretaker.pack_look_state SET full_look_at = now() - interval '2 days 1 minute'")
+        try db.connection.query("UPDATE posts SET likes = likes - 1")
+        try pack(age: "1 hour")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.pack_marks") == 0,
+            "marks piled up while expire-content was off")
+        try db.runSucceeding("expire-content")
+        #expect(
+            try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE settings = ''") == 1,
+            "the run that resumed did not ask for a second look at every pack")
+        try db.connection.query("UPDATE posts SET likes = 0")
+        #expect(try db.count("SELECT count(*) FROM caretaker.pack_marks") == 1, "the triggers did not mark again")
+        #expect(try db.runSucceeding("expire-content")["packs_deleted"] == 1)
+        #expect(try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE settings <> ''") == 1)
     }
 }

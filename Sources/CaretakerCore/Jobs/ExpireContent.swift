@@ -143,8 +143,10 @@ private final class ExpireContentPass {
             }
             if finished {
                 let generation = state?.int64("generation") ?? 0
+                let unmarked = state?.bool("unmarked") ?? true
                 try context.inBatch(
-                    statement: ExpireContentQueries.finishFullLook, [queries.lookSettings, started, generation])
+                    statement: ExpireContentQueries.finishFullLook,
+                    [queries.lookSettings, started, generation, unmarked])
             }
         }
         var cursor = KeysetCursor(orderedBy: "look_at")

@@ -28,16 +28,22 @@ struct ExpireContentQueries {
         SELECT count(*) AS marks FROM marked
         """
     /// Whether the looks stand for settings `$1` and the last look at every pack is
-    /// less than a day old → `hold`, `generation`, `now`.
+    /// less than a day old → `hold`, `generation`, `unmarked` (the triggers leave no
+    /// marks: no look at every pack for two days), `now`.
     static let packLooksHold = """
         SELECT coalesce(bool_and(s.settings = $1 AND s.full_look_at > now() - interval '1 day'), false) AS hold,
-               coalesce(max(s.generation), 0) AS generation, now()::text AS now
+               coalesce(max(s.generation), 0) AS generation,
+               coalesce(bool_and(s.full_look_at < now() - interval '2 days'), true) AS unmarked, now()::text AS now
         FROM (SELECT 1) one LEFT JOIN caretaker.pack_look_state s ON true
         """
     /// Records a look at every pack that began at `$2` with the settings `$1`, unless
-    /// a `TRUNCATE` changed the generation `$3` meanwhile.
+    /// a `TRUNCATE` changed the generation `$3` meanwhile. When the triggers left no
+    /// marks as it began (`$4`), a write whose trigger ran before this record may
+    /// commit after the look at its pack: the settings are then left empty, so the
+    /// next run, with the triggers marking again, looks at every pack once more.
     static let finishFullLook = """
-        INSERT INTO caretaker.pack_look_state AS s (settings, full_look_at, generation) VALUES ($1, $2::timestamptz, $3)
+        INSERT INTO caretaker.pack_look_state AS s (settings, full_look_at, generation)
+        VALUES (CASE WHEN $4::boolean THEN '' ELSE $1 END, $2::timestamptz, $3)
         ON CONFLICT (only_row) DO UPDATE SET settings = excluded.settings, full_look_at = excluded.full_look_at
         WHERE s.generation = excluded.generation
         """

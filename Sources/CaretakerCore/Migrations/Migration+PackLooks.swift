@@ -15,12 +15,17 @@ extension Migration {
     ///   the posts it expires were counted with their expiry in `look_at`.
     /// - `caretaker.pack_look_state`: the settings the looks were made with and when
     ///   every pack was last looked at. A `TRUNCATE` of the app's tables empties
-    ///   `settings`, as the migration starts it, so the next run looks at every pack;
+    ///   `settings`, as the migration starts it, so the next run looks at every pack
+    ///   (the migration sets `full_look_at` to its own time: the triggers mark from
+    ///   its commit on, before that first look);
     ///   it also bumps `generation`, so a look at every pack that was under way then
     ///   does not count as one.
     ///
     /// The trigger function is `SECURITY DEFINER`: the app's roles need no rights on
-    /// caretaker's schema for their writes to leave a mark.
+    /// caretaker's schema for their writes to leave a mark. It leaves none while no
+    /// look at every pack has finished for two days (`expire-content` is disabled or
+    /// stopped), so the marks do not pile up for nobody; the run that resumes then looks
+    /// at every pack, twice (see `ExpireContentQueries.finishFullLook`).
     static let packLooks = Migration(
         version: 10, name: "pack looks",
         sql: #"""
@@ -38,7 +43,7 @@ extension Migration {
                 full_look_at  timestamptz NOT NULL,
                 generation    bigint NOT NULL DEFAULT 0
             );
-            INSERT INTO caretaker.pack_look_state (settings, full_look_at) VALUES ('', '-infinity')
+            INSERT INTO caretaker.pack_look_state (settings, full_look_at) VALUES ('', now())
                 ON CONFLICT (only_row) DO UPDATE SET settings = '', generation = pack_look_state.generation + 1;
 
             CREATE OR REPLACE FUNCTION {{app}}.caretaker_mark_pack() RETURNS trigger
@@ -46,7 +51,12 @@ extension Migration {
                 BEGIN
                     IF TG_OP = 'TRUNCATE' THEN
                         UPDATE caretaker.pack_look_state SET settings = '', generation = generation + 1;
-                    ELSIF TG_ARGV[0] = 'new.id' THEN
+                        RETURN NULL;
+                    END IF;
+                    IF (SELECT full_look_at < now() - interval '2 days' FROM caretaker.pack_look_state) THEN
+                        RETURN NULL;  -- no look at every pack for two days: expire-content is off
+                    END IF;
+                    IF TG_ARGV[0] = 'new.id' THEN
                         INSERT INTO caretaker.pack_marks (pack_id) VALUES (NEW.id);
                     ELSIF OLD.pack_id IS NOT NULL THEN
                         INSERT INTO caretaker.pack_marks (pack_id) VALUES (OLD.pack_id);

@@ -29,8 +29,8 @@ row_E2() {
     expire_config "$work/e2-small.toml" small
     expire_config "$work/e2-big.toml" "$big"
     local s_ms s_min s_del b_ms b_min b_del s_left b_left
-    read -r s_ms s_min s_del <<<"$(e2_times small "$work/e2-small.toml")"
-    read -r b_ms b_min b_del <<<"$(e2_times "$big" "$work/e2-big.toml")"
+    read -r s_ms s_min s_del _ <<<"$(e2_times small "$work/e2-small.toml")"
+    read -r b_ms b_min b_del _ <<<"$(e2_times "$big" "$work/e2-big.toml")"
     local s_warm b_warm
     s_warm=$(e2_daemon small)
     b_warm=$(e2_daemon "$big")

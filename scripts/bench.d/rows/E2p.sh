@@ -22,21 +22,24 @@ SQL
     settle "$1"
 }
 
-# The pack pass looks at every pack between min_lifetime and max_lifetime old on every
-# run; its cost must not grow with the posts of packs that are not due.
+# A run looks only at the packs that may be due (migration 10's pack looks); the first
+# run after migrating (the timed runs' warm-up) looks at every pack, and is shown apart.
+# Its cost must not grow with the posts of packs that are not due.
 row_E2p() {
     local many=100 few=10
     seed_packs e2p_many "$many"
     seed_packs e2p_few "$few"
     expire_config "$work/e2p-many.toml" e2p_many
     expire_config "$work/e2p-few.toml" e2p_few
-    local m_ms m_min m_del f_ms f_min f_del
-    read -r m_ms m_min m_del <<<"$(e2_times e2p_many "$work/e2p-many.toml")"
-    read -r f_ms f_min f_del <<<"$(e2_times e2p_few "$work/e2p-few.toml")"
+    local m_ms m_min m_del m_first f_ms f_min f_del f_first
+    read -r m_ms m_min m_del m_first <<<"$(e2_times e2p_many "$work/e2p-many.toml")"
+    read -r f_ms f_min f_del f_first <<<"$(e2_times e2p_few "$work/e2p-few.toml")"
     local m_packs; m_packs=$(sql e2p_many -c "SELECT count(*) FROM packs")
     result E2p "nothing due, $e2p_packs packs 25-47 h old × $many posts: run time (job_runs, median of 11)" \
         "$m_ms ms (min $m_min ms; $m_packs packs left, $m_del posts deleted)" "≤ 10 ms" "$(verdict "$m_ms <= 10")"
     result E2p "nothing due, $e2p_packs packs × $few posts: run time (median of 11)" "$f_ms ms (min $f_min ms)" "—" "-"
+    result E2p "the first run after migrating, which looks at every pack: $many, $few posts per pack" \
+        "$m_first ms, $f_first ms" "—" "-"
     local ratio; ratio=$(fmt %.2f "$(calc "$m_ms / $f_ms")")
     result E2p "nothing due: $many ÷ $few posts per pack, run time (medians)" \
         "$ratio (minimums: $(fmt %.2f "$(calc "$m_min / $f_min")"))" "≤ 1.5" "$(verdict "$ratio <= 1.5")"
