@@ -123,8 +123,9 @@ private final class ExpireContentPass {
     /// Looks at the packs that may be due (`caretaker.pack_looks`, migration 10) and
     /// deletes those that are: first the marks the app's writes left become looks due
     /// now; then, if the looks were made with other settings, after a `TRUNCATE`, or
-    /// more than a day ago, every pack that may expire is looked at again; then every
-    /// look that is due. A run with nothing due reads a few index entries, however
+    /// more than a day ago, every pack that may expire is looked at again, or else,
+    /// after the app deleted posts, the looks that counted a post now gone become due;
+    /// then every look that is due. A run with nothing due reads a few index entries, however
     /// many packs wait.
     private func expirePacks() throws {
         try context.repeatBatches {
@@ -148,6 +149,22 @@ private final class ExpireContentPass {
                     statement: ExpireContentQueries.finishFullLook,
                     [queries.lookSettings, started, generation, unmarked])
             }
+        } else if state?.bool("check_counted") == true {
+            // Posts were deleted (not by expire-content): the looks that counted one are due.
+            var cursor = KeysetCursor()
+            var finished = false
+            try context.repeatBatches {
+                let looks =
+                    try context.inBatch(
+                        statement: queries.checkCountedPosts, cursor.parameters + [context.job.batchSize]
+                    )
+                    .rows
+                cursor.advance(past: looks)
+                let checked = looks.first?.int("looks") ?? 0
+                finished = checked < context.job.batchSize
+                return checked
+            }
+            if finished { try context.inBatch(statement: ExpireContentQueries.finishCountedCheck, []) }
         }
         var cursor = KeysetCursor(orderedBy: "look_at")
         try context.repeatBatches { try lookAtPacks(ExpireContentQueries.selectLooksDue, cursor: &cursor) }

@@ -17,23 +17,34 @@ struct ExpireContentQueries {
     let lookParameters: [any PostgresBindable]
     /// The settings the pack looks depend on, kept in `pack_look_state.settings`.
     let lookSettings: String
-    /// Turns at most `$1` marks into looks due at once → `marks` (how many were taken).
+    /// Turns at most `$1` marks into looks due at once, and a mark of deleted posts
+    /// into a check of the counted posts (`check_counted`) → `marks` (how many were taken).
     static let takePackMarks = """
         WITH marked AS (
             DELETE FROM caretaker.pack_marks
             WHERE ctid = ANY(ARRAY(SELECT ctid FROM caretaker.pack_marks LIMIT $1)) RETURNING pack_id),
         looks AS (
-            INSERT INTO caretaker.pack_looks (pack_id, look_at) SELECT DISTINCT pack_id, '-infinity'::timestamptz FROM marked
-            ON CONFLICT (pack_id) DO UPDATE SET look_at = '-infinity')
+            INSERT INTO caretaker.pack_looks (pack_id, look_at)
+            SELECT DISTINCT pack_id, '-infinity'::timestamptz FROM marked WHERE pack_id IS NOT NULL
+            ON CONFLICT (pack_id) DO UPDATE SET look_at = '-infinity'),
+        deleted AS (
+            UPDATE caretaker.pack_look_state SET check_counted = true
+            WHERE EXISTS (SELECT FROM marked WHERE pack_id IS NULL) AND NOT check_counted)
         SELECT count(*) AS marks FROM marked
         """
+    /// Ends a check of the counted posts.
+    static let finishCountedCheck = "UPDATE caretaker.pack_look_state SET check_counted = false"
+    /// Of the looks after pack `$1` in `pack_id` order, at most `$2`: those that counted
+    /// a post that is gone become due → `id` (the last pack), `looks`.
+    let checkCountedPosts: String
     /// Whether the looks stand for settings `$1` and the last look at every pack is
     /// less than a day old → `hold`, `generation`, `unmarked` (the triggers leave no
     /// marks: no look at every pack for two days), `now`.
     static let packLooksHold = """
         SELECT coalesce(bool_and(s.settings = $1 AND s.full_look_at > now() - interval '1 day'), false) AS hold,
                coalesce(max(s.generation), 0) AS generation,
-               coalesce(bool_and(s.full_look_at < now() - interval '2 days'), true) AS unmarked, now()::text AS now
+               coalesce(bool_and(s.full_look_at < now() - interval '2 days'), true) AS unmarked,
+               coalesce(bool_or(s.check_counted), false) AS check_counted, now()::text AS now
         FROM (SELECT 1) one LEFT JOIN caretaker.pack_look_state s ON true
         """
     /// Records a look at every pack that began at `$2` with the settings `$1`, unless
@@ -41,10 +52,12 @@ struct ExpireContentQueries {
     /// marks as it began (`$4`), a write whose trigger ran before this record may
     /// commit after the look at its pack: the settings are then left empty, so the
     /// next run, with the triggers marking again, looks at every pack once more.
+    /// The look counted every post anew, so no check of the counted posts is left to do.
     static let finishFullLook = """
         INSERT INTO caretaker.pack_look_state AS s (settings, full_look_at, generation)
         VALUES (CASE WHEN $4::boolean THEN '' ELSE $1 END, $2::timestamptz, $3)
-        ON CONFLICT (only_row) DO UPDATE SET settings = excluded.settings, full_look_at = excluded.full_look_at
+        ON CONFLICT (only_row) DO UPDATE
+        SET settings = excluded.settings, full_look_at = excluded.full_look_at, check_counted = false
         WHERE s.generation = excluded.generation
         """
     /// Packs whose look is due, in `(look_at, pack_id)` order after `$1`/`$2`, at most `$3` → `id`, `look_at`.
@@ -148,7 +161,8 @@ struct ExpireContentQueries {
             WITH looked AS (
                 SELECT c.id, p.id IS NOT NULL AND NOT p.is_admin AS expirable,
                        p.created_at + \(packLifetime) <= now() AS due,
-                       least(p.created_at + \(packLifetime), counted.stay_until) AS look_at
+                       least(p.created_at + \(packLifetime), counted.stay_until) AS look_at,
+                       coalesce(counted.ids, '{}') AS counted
                 FROM unnest($5::bigint[]) AS c(id)
                 LEFT JOIN \(s).packs p ON p.id = c.id
                 LEFT JOIN LATERAL (
@@ -163,8 +177,9 @@ struct ExpireContentQueries {
                     WHERE members.n + r.running >= $3::float8 LIMIT 1
                 ) crossing ON true
                 LEFT JOIN LATERAL (
-                    SELECT sum(t.likes) AS likes, min(t.created_at + \(Self.lifetime(of: "t.likes", full: "$4"))) AS stay_until
-                    FROM (SELECT x.likes, x.created_at FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > 0
+                    SELECT sum(t.likes) AS likes, min(t.created_at + \(Self.lifetime(of: "t.likes", full: "$4"))) AS stay_until,
+                           array_agg(t.id) AS ids
+                    FROM (SELECT x.id, x.likes, x.created_at FROM \(s).posts x WHERE x.pack_id = p.id AND x.likes > 0
                           ORDER BY x.likes DESC
                           LIMIT CASE WHEN members.n >= $3::float8 THEN 0 ELSE crossing.n END) t
                 ) counted ON true
@@ -172,10 +187,19 @@ struct ExpireContentQueries {
             forgotten AS (
                 DELETE FROM caretaker.pack_looks l USING looked WHERE l.pack_id = looked.id AND NOT looked.expirable),
             recorded AS (
-                INSERT INTO caretaker.pack_looks (pack_id, look_at)
-                SELECT id, look_at FROM looked WHERE expirable AND NOT due
-                ON CONFLICT (pack_id) DO UPDATE SET look_at = excluded.look_at)
+                INSERT INTO caretaker.pack_looks (pack_id, look_at, counted)
+                SELECT id, look_at, counted FROM looked WHERE expirable AND NOT due
+                ON CONFLICT (pack_id) DO UPDATE SET look_at = excluded.look_at, counted = excluded.counted)
             SELECT id FROM looked WHERE expirable AND due ORDER BY id
+            """
+        checkCountedPosts = """
+            WITH batch AS (
+                SELECT l.pack_id, l.counted FROM caretaker.pack_looks l WHERE l.pack_id > $1 ORDER BY l.pack_id LIMIT $2),
+            lost AS (
+                UPDATE caretaker.pack_looks l SET look_at = '-infinity' FROM batch b
+                WHERE l.pack_id = b.pack_id AND l.look_at > '-infinity'
+                  AND EXISTS (SELECT FROM unnest(b.counted) AS c(id) WHERE NOT EXISTS (SELECT FROM \(s).posts x WHERE x.id = c.id)))
+            SELECT max(pack_id) AS id, count(*) AS looks FROM batch
             """
         selectDuePacks = """
             SELECT p.id FROM \(s).packs p

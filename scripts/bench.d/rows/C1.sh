@@ -65,9 +65,6 @@ TOML
 c1_run() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
     clone seeded "$db"
-    # The single DELETE runs without caretaker's pack-look trigger (migration 10), as
-    # where caretaker is not installed.
-    [ "$variant" = delete ] && sql "$db" -c "ALTER TABLE posts DISABLE TRIGGER caretaker_mark_post_deleted" >/dev/null
     settle "$db"
     local lo hi
     read -r lo hi <<<"$(sql "$db" -F ' ' -c "SELECT max(id) - 20000, max(id) FROM posts")"

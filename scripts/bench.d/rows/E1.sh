@@ -12,8 +12,6 @@ row_E1() {
     clone seeded e1_caretaker
     local t0 t1 tag
 
-    # Without caretaker's pack-look trigger (migration 10), as where caretaker is not installed.
-    sql e1_delete -c "ALTER TABLE posts DISABLE TRIGGER caretaker_mark_post_deleted" >/dev/null
     settle e1_delete
     t0=$(now)
     tag=$(psql -X -At -v ON_ERROR_STOP=1 "$(conninfo e1_delete)" -c "DELETE FROM posts WHERE $post_due")
