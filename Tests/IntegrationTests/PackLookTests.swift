@@ -19,26 +19,12 @@ import Testing
     }
 
     func pack(age: String, admin: Bool = false, members: Int = 0) throws -> Int64 {
-        let id = try db.connection.query(
-            "INSERT INTO packs (name, is_admin, created_at) VALUES ('p', $1, now() - $2::interval) RETURNING id",
-            admin, age
-        ).first!.int64("id")!
-        for _ in 0..<members {
-            try db.connection.query(
-                """
-                WITH u AS (INSERT INTO users (email, password_hash) VALUES (gen_random_uuid()::text || '@x.test', 'h') RETURNING id)
-                INSERT INTO pack_members (pack_id, user_id) SELECT $1, id FROM u
-                """, id)
-        }
-        return id
+        try db.insertPack(age: age, admin: admin, members: members)
     }
 
     @discardableResult
     func post(in pack: Int64, likes: Int, age: String = "1 minute") throws -> Int64 {
-        try db.connection.query(
-            "INSERT INTO posts (pack_id, likes, created_at) VALUES ($1, $2, now() - $3::interval) RETURNING id",
-            pack, likes, age
-        ).first!.int64("id")!
+        try db.insertPost(in: pack, likes: likes, age: age)
     }
 
     /// The runs after migrating, with no pack yet: the first looks at every pack, the
@@ -151,7 +137,7 @@ import Testing
         #expect(try look(admin) == nil)
         try db.connection.query("UPDATE posts SET likes = likes + 1")
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_marks") == 0)
-        try db.runSucceeding("expire-content")
+        #expect(try db.runSucceeding("expire-content")["packs_looked"] == 0)
         #expect(try look(popular)?.xmin == popularLook.xmin, "the second run looked at the popular pack again")
         #expect(try look(young)?.xmin == youngLook.xmin, "the second run looked at the young pack again")
     }
@@ -202,6 +188,7 @@ import Testing
         #expect(try exists(pack: target))
         let stats = try db.runSucceeding("expire-content", "[jobs.expire-content]\nmax_lifetime = \"30h\"\n")
         #expect(stats["packs_deleted"] == 1)
+        #expect(stats["packs_looked"] == 1, "\(stats)")
         #expect(try !exists(pack: target))
     }
 

@@ -177,6 +177,7 @@ private final class ExpireContentPass {
         cursor.advance(past: packs)
         let ids = packs.compactMap { $0.int64("id") }
         guard !ids.isEmpty else { return 0 }
+        counters.stats.add("packs_looked", ids.count)
         let due = try context.inBatch(statement: queries.lookAtPacks, queries.lookParameters + [PostgresArray(ids)])
             .rows.compactMap { $0.int64("id") }
         if !due.isEmpty {
@@ -514,7 +515,7 @@ struct DeletedRows {
 struct ExpireContentCounters {
     var stats = JobStats([
         ("packs_deleted", 0), ("posts_deleted", 0), ("packs_blocked", 0), ("posts_blocked", 0),
-        ("batches", 0),
+        ("packs_looked", 0), ("batches", 0),
     ])
     private var batchMilliseconds = MillisecondHistogram()
 
