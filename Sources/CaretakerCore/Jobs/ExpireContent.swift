@@ -42,6 +42,8 @@ struct ExpireContent: Job {
     /// of a bulk delete): small enough that an app commit queued behind its flush
     /// waits about as long as for its own, whatever the rate.
     static let sweepRangeWAL: Int64 = 640 << 10
+    /// The looks one check of counted posts takes, in job batches (see `checkCountedPosts`).
+    static let countedCheckBatches = 10
     /// A sweep range waits at most this long for a row lock before it skips locked rows.
     static let sweepLockTimeout: Duration = .milliseconds(50)
 
@@ -150,21 +152,19 @@ private final class ExpireContentPass {
                     [queries.lookSettings, started, generation, unmarked])
             }
         } else if state?.bool("check_counted") == true {
-            // Posts were deleted (not by expire-content): the looks that counted one are due.
+            // Posts were deleted (not by expire-content): the looks that counted one are
+            // due. The check reads, and changes only caretaker's looks, so its batches are
+            // `countedCheckBatches` times the job's.
             var cursor = KeysetCursor()
-            var finished = false
-            try context.repeatBatches {
-                let looks =
-                    try context.inBatch(
-                        statement: queries.checkCountedPosts, cursor.parameters + [context.job.batchSize]
-                    )
-                    .rows
+            let limit = context.job.batchSize * ExpireContent.countedCheckBatches
+            while !context.recordStopIfDue() {
+                let looks = try context.inBatch(statement: queries.checkCountedPosts, cursor.parameters + [limit]).rows
                 cursor.advance(past: looks)
-                let checked = looks.first?.int("looks") ?? 0
-                finished = checked < context.job.batchSize
-                return checked
+                guard looks.first?.int("looks") ?? 0 >= limit else {
+                    try context.inBatch(statement: ExpireContentQueries.finishCountedCheck, [])
+                    break
+                }
             }
-            if finished { try context.inBatch(statement: ExpireContentQueries.finishCountedCheck, []) }
         }
         var cursor = KeysetCursor(orderedBy: "look_at")
         try context.repeatBatches { try lookAtPacks(ExpireContentQueries.selectLooksDue, cursor: &cursor) }

@@ -35,7 +35,9 @@ struct ExpireContentQueries {
     /// Ends a check of the counted posts.
     static let finishCountedCheck = "UPDATE caretaker.pack_look_state SET check_counted = false"
     /// Of the looks after pack `$1` in `pack_id` order, at most `$2`: those that counted
-    /// a post that is gone become due → `id` (the last pack), `looks`.
+    /// a post that is gone become due → `id` (the last pack), `looks`. One index scan
+    /// for all the batch's counted posts (`= ANY`), not a probe per post: E2p's 10,000
+    /// looks took 70 ms with a probe each.
     let checkCountedPosts: String
     /// Whether the looks stand for settings `$1` and the last look at every pack is
     /// less than a day old → `hold`, `generation`, `unmarked` (the triggers leave no
@@ -195,10 +197,14 @@ struct ExpireContentQueries {
         checkCountedPosts = """
             WITH batch AS (
                 SELECT l.pack_id, l.counted FROM caretaker.pack_looks l WHERE l.pack_id > $1 ORDER BY l.pack_id LIMIT $2),
+            present AS (
+                SELECT x.id FROM \(s).posts x
+                WHERE x.id = ANY(ARRAY(SELECT c.id FROM batch b, unnest(b.counted) AS c(id)))),
             lost AS (
-                UPDATE caretaker.pack_looks l SET look_at = '-infinity' FROM batch b
-                WHERE l.pack_id = b.pack_id AND l.look_at > '-infinity'
-                  AND EXISTS (SELECT FROM unnest(b.counted) AS c(id) WHERE NOT EXISTS (SELECT FROM \(s).posts x WHERE x.id = c.id)))
+                UPDATE caretaker.pack_looks l SET look_at = '-infinity'
+                WHERE l.pack_id IN (SELECT b.pack_id FROM batch b, unnest(b.counted) AS c(id)
+                                    WHERE c.id NOT IN (SELECT id FROM present))
+                  AND l.look_at > '-infinity')
             SELECT max(pack_id) AS id, count(*) AS looks FROM batch
             """
         selectDuePacks = """
