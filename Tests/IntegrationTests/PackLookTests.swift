@@ -288,4 +288,21 @@ import Testing
         #expect(try look(target)?.xmin == before.xmin, "the run looked at the pack again")
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_look_state WHERE check_counted") == 0)
     }
+
+    @Test("a due pack the app holds while every pack is looked at is looked at again by the next run")
+    func heldDuringFullLook() throws {
+        try firstRuns()
+        let held = try pack(age: "3 days")
+        try db.connection.query("DELETE FROM caretaker.pack_marks")
+        try db.connection.query("UPDATE caretaker.pack_look_state SET settings = ''")
+        let app = try TemporaryPostgres.shared.connect(database: db.name)
+        try app.query("BEGIN")
+        try app.query("SELECT id FROM packs WHERE id = $1 FOR UPDATE", held)
+        let first = try db.runSucceeding("expire-content")
+        #expect(first["packs_looked"] >= 1)
+        #expect(try exists(pack: held))
+        try app.query("ROLLBACK")
+        #expect(try db.runSucceeding("expire-content")["packs_deleted"] == 1)
+        #expect(try !exists(pack: held))
+    }
 }

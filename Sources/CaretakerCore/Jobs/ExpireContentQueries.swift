@@ -72,6 +72,8 @@ struct ExpireContentQueries {
     let selectExpirablePacks: String
     /// Looks at the packs `$5`: forgets those that are gone or never expire, records
     /// when each of the others can next be due, and returns those due now → `id`.
+    /// A due pack's look stays due until `deletePacks` forgets it, so a pack the app
+    /// held, or a like saved, is looked at again by the next run.
     let lookAtPacks: String
     /// Of the packs `$4`, those due, locked, at most `$5` → `id`.
     let selectDuePacks: String
@@ -190,7 +192,7 @@ struct ExpireContentQueries {
                 DELETE FROM caretaker.pack_looks l USING looked WHERE l.pack_id = looked.id AND NOT looked.expirable),
             recorded AS (
                 INSERT INTO caretaker.pack_looks (pack_id, look_at, counted)
-                SELECT id, look_at, counted FROM looked WHERE expirable AND NOT due
+                SELECT id, CASE WHEN due THEN '-infinity' ELSE look_at END, counted FROM looked WHERE expirable
                 ON CONFLICT (pack_id) DO UPDATE SET look_at = excluded.look_at, counted = excluded.counted)
             SELECT id FROM looked WHERE expirable AND due ORDER BY id
             """
