@@ -214,19 +214,17 @@ private final class ExpireContentPass {
         }
     }
 
-    /// Batches in `(created_at, id)` order: each starts where the previous one stopped.
-    /// After a full batch, `continueAfterFullBatch` says whether to go on.
+    /// Batches of posts in `(created_at, id)` order: each starts where the previous one
+    /// stopped. After a full batch, `continueAfterFullBatch` says whether to go on.
     private func keysetBatches(
-        select: String, lock: String? = nil, delete: String,
-        parameters: [any PostgresBindable], blockedCounter: String = "posts_blocked",
+        select: String, delete: String, parameters: [any PostgresBindable],
         _ continueAfterFullBatch: () throws -> Bool
     ) throws {
         var cursor = KeysetCursor(orderedBy: "created_at")
         try context.repeatBatches(continueAfterFullBatch: continueAfterFullBatch) {
             let statement = Connection.Statement(select, parameters + cursor.parameters + [context.job.batchSize])
             return try batch(
-                select: statement, lock: lock, delete: delete, parameters: parameters,
-                blockedCounter: blockedCounter
+                select: statement, delete: delete, parameters: parameters, blockedCounter: "posts_blocked"
             ) { rows in
                 cursor.advance(past: rows)
                 return rows.compactMap { $0.int64("id") }

@@ -117,10 +117,7 @@ struct ExpireContentQueries {
             settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
             Double(settings.packFullPopularity),
         ]
-        lookParameters = [
-            settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
-            Double(settings.packFullPopularity), Double(settings.postFullPopularity),
-        ]
+        lookParameters = packParameters + [Double(settings.postFullPopularity)]
         lookSettings = lookParameters.map { "\($0)" }.joined(separator: " ")
         let postDue = "s.created_at + \(Self.lifetime(of: "s.likes")) <= now()"
         // A pack is due when its popularity is at most `full × (age − min) ÷ (max − min)`

@@ -292,7 +292,7 @@ struct WriteBudget {
     /// is not slowed for one.
     static func checkpointCap(
         writtenSinceRedo written: Int64, checkpointDistance distance: Int64, remaining: Int64? = nil,
-        spacing: Duration = .seconds(10)
+        spacing: Duration = ConfigurationLoader.defaultCheckpointSpacing
     ) -> Int64? {
         guard distance > 0, written >= distance / 2 else { return nil }
         if let remaining, written + remaining < distance { return nil }
