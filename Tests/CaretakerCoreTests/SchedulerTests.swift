@@ -240,6 +240,44 @@ struct SchedulerTests {
                 == 1)
     }
 
+    @Test("a slot that came after the previous run ended on the database, before the scheduler heard, runs after all")
+    func slotAfterTheRunEndedRuns() throws {
+        var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")
+        let run = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        let skip = try #require(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        scheduler.previousRunEnded(before: skip)
+        // Nothing starts before the run's end is handled: a job never overlaps itself.
+        #expect(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
+                .isEmpty)
+        scheduler.finished(run, .succeeded, now: Self.at("2026-01-01T10:02:01Z"))
+        #expect(
+            scheduler.nextWake(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: .max, canRecord: true)
+                == Self.at("2026-01-01T10:02:01Z"))
+        let actions = scheduler.dispatch(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: .max, canRecord: true)
+        #expect(Self.describe(Self.starts(actions)) == ["a schedule 2026-01-01T10:02:00Z 1"])
+        #expect(Self.skips(actions).isEmpty)
+    }
+
+    @Test("two slots found after the run ended: the newer runs, the older is recorded skipped for want of a place")
+    func newerEndedSlotReplacesOlder() throws {
+        var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")
+        _ = scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
+        for minute in ["02", "03"] {
+            let skip = try #require(
+                Self.skips(
+                    scheduler.dispatch(now: Self.at("2026-01-01T10:\(minute):00Z"), freePlaces: .max, canRecord: true)
+                ).first)
+            scheduler.previousRunEnded(before: skip)
+        }
+        #expect(scheduler.states["a"]?.queued?.slot == Self.at("2026-01-01T10:03:00Z"))
+        #expect(scheduler.pendingSkips.map { "\($0.slot) \($0.reason)" } == ["2026-01-01 10:02:00 +0000 noFreePlace"])
+    }
+
     @Test("a run that could not get a connection waits queued; a slot not yet due on the database is asked again")
     func startFailures() throws {
         var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")

@@ -146,7 +146,7 @@ import Glibc
             try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: soon), on: connection)
         }
         #expect(throws: JobRunner.SlotNotDue.self) {
-            try runner.recordSkippedSlot(job: job, slot: soon, on: connection)
+            try runner.recordSkippedSlot(job: job, slot: soon, reason: .noFreePlace, on: connection)
         }
         #expect(try db.count("SELECT count(*) FROM caretaker.job_slots") == 0)
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0)

@@ -44,7 +44,77 @@ import Testing
         let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
         let job = try #require(configuration.job(named: "tick"))
         #expect(
-            performing: { try runner.recordSkippedSlot(job: job, slot: past, on: db.connection) }, throws: isMissingID)
+            performing: {
+                try runner.recordSkippedSlot(job: job, slot: past, reason: .noFreePlace, on: db.connection)
+            }, throws: isMissingID)
+    }
+
+    @Test(
+        "a slot is recorded skipped only when a run was going as it came: running, holding the lock, or finished after it"
+    )
+    func skipOnlyWhileARunWasGoing() throws {
+        let db = try TestDatabase()
+        let configuration = try db.configuration("[jobs.tick]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n")
+        let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
+        let job = try #require(configuration.job(named: "tick"))
+        let store = RunStore(db.connection)
+        func now() throws -> Double {
+            try #require(
+                try db.connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS t").first?.double("t"))
+        }
+        func skip(at seconds: Double) throws -> Bool {
+            let outcome = try runner.recordSkippedSlot(
+                job: job, slot: Date(timeIntervalSince1970: seconds), on: db.connection)
+            if case .skipped = outcome { return true }
+            return false
+        }
+        func ended(at seconds: Double) -> Bool {
+            do {
+                _ = try runner.recordSkippedSlot(
+                    job: job, slot: Date(timeIntervalSince1970: seconds), on: db.connection)
+                return false
+            } catch let error as JobRunner.PreviousRunEnded {
+                return error.slot == Date(timeIntervalSince1970: seconds)
+            } catch {
+                return false
+            }
+        }
+
+        // No run ever: nothing was going.
+        #expect(ended(at: try now() - 30))
+        // A run that is going: a slot that came meanwhile is skipped.
+        let runID = try store.startRun(job: "tick", trigger: .schedule, slot: nil, dryRun: false, attempt: 1)
+        #expect(try skip(at: try now() - 20))
+        // Finished: a slot before its end was skipped; one after it was not.
+        let beforeEnd = try now() - 0.001
+        try store.finishRun(runID, status: .succeeded, stats: JobStats(), error: nil)
+        Thread.sleep(forTimeInterval: 0.02)
+        #expect(try skip(at: beforeEnd))
+        let afterEnd = try now() - 0.001
+        #expect(ended(at: afterEnd))
+        // Nothing was claimed for it: the run that takes it instead finds it free.
+        #expect(try store.claimSlot(Date(timeIntervalSince1970: afterEnd), job: "tick") == .claimed)
+        // Another session holds the job's lock (a run between taking it and its row): skipped.
+        let holder = try TemporaryPostgres.shared.connect(database: db.name)
+        #expect(try RunStore(holder).tryLock(job: "tick"))
+        #expect(try skip(at: try now() - 0.001))
+        RunStore(holder).unlock(job: "tick")
+        #expect(ended(at: try now() - 0.001))
+    }
+
+    @Test("finishing a run with releasingLock lets go of the job's lock in that statement, after finished_at")
+    func finishReleasesLock() throws {
+        let db = try TestDatabase()
+        let store = RunStore(db.connection)
+        let other = RunStore(try TemporaryPostgres.shared.connect(database: db.name))
+        #expect(try store.tryLock(job: "tick"))
+        let runID = try store.startRun(job: "tick", trigger: .manual, slot: nil, dryRun: false, attempt: 1)
+        try store.finishRun(runID, status: .succeeded, stats: JobStats(), error: nil)
+        #expect(try !other.tryLock(job: "tick"), "finishing without releasingLock kept the lock")
+        let second = try store.startRun(job: "tick", trigger: .manual, slot: nil, dryRun: false, attempt: 1)
+        try store.finishRun(second, status: .succeeded, stats: JobStats(), error: nil, releasingLock: true)
+        #expect(try other.tryLock(job: "tick"))
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'succeeded'") == 2)
     }
 
     @Test("a slot is not due before the database clock reaches it, claimed once, taken after, and answered by its run")

@@ -105,6 +105,8 @@ extension Daemon {
                 _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: control)
             } catch is JobRunner.SlotNotDue {
                 scheduler.skipNotDue(skip)
+            } catch is JobRunner.PreviousRunEnded {
+                scheduler.previousRunEnded(before: skip)
             } catch {
                 scheduler.skipsNotRecorded(skips)
                 pool.controlFailed(error)

@@ -227,6 +227,23 @@ struct Scheduler {
         pendingSkips.append(skip)
     }
 
+    /// The job's previous run had ended (on the database clock) before this slot came,
+    /// though its end had not reached the scheduler yet: the slot runs after all, once
+    /// the run's end is handled. When another slot already waits to run, the newer one
+    /// replaces it as usual, and this one is recorded `skipped` for want of a place.
+    mutating func previousRunEnded(before skip: PendingSkip) {
+        guard var state = states[skip.job.name] else { return }
+        if let waiting = state.queued?.slot {
+            let (older, newer) = waiting < skip.slot ? (waiting, skip.slot) : (skip.slot, waiting)
+            pendingSkips.append(PendingSkip(job: skip.job, slot: older, reason: .noFreePlace))
+            state.queued = JobRunner.Request(job: skip.job, trigger: .schedule, slot: newer)
+        } else {
+            state.queued = JobRunner.Request(job: skip.job, trigger: .schedule, slot: skip.slot)
+        }
+        state.failedAttempts = 0
+        states[skip.job.name] = state
+    }
+
     /// The database failed while recording these skipped slots: they wait for the next dispatch.
     mutating func skipsNotRecorded(_ skips: [PendingSkip]) {
         pendingSkips.append(contentsOf: skips)

@@ -41,13 +41,42 @@ public struct RunStore {
     }
 
     /// Completes a run: status, stats, error (secret-free), `finished_at` from the database clock.
-    public func finishRun(_ runID: Int64, status: RunStatus, stats: JobStats, error: String?) throws {
+    ///
+    /// With `releasingLock`, the same statement then lets go of the job's advisory
+    /// lock, right after `finished_at` is taken: another instance that finds the lock
+    /// held is then sure the run had not finished when it looked, so a slot it records
+    /// `skipped` for that reason came due before `finished_at`. (Its `interruptOrphans`
+    /// waits on this row until the statement commits, and then finds it finished.)
+    public func finishRun(
+        _ runID: Int64, status: RunStatus, stats: JobStats, error: String?, releasingLock: Bool = false
+    ) throws {
         try connection.query(
             """
-            UPDATE caretaker.job_runs
-            SET status = $2, stats = $3::jsonb, error = $4, finished_at = clock_timestamp()
-            WHERE id = $1
-            """, runID, status.rawValue, stats.json, error)
+            WITH finished AS (
+                UPDATE caretaker.job_runs
+                SET status = $2, stats = $3::jsonb, error = $4, finished_at = clock_timestamp()
+                WHERE id = $1
+                RETURNING job
+            )
+            SELECT pg_advisory_unlock(caretaker.job_lock_key(job)) FROM finished WHERE $5
+            """, runID, status.rawValue, stats.json, error, releasingLock)
+    }
+
+    /// True when a run of `job` was going when `slot` came due: one holds the job's
+    /// lock or is `running`, or the latest finished at or after `slot` (runs of a job
+    /// never overlap, so the latest started is the latest to finish). False means the job's
+    /// previous run had ended before the slot came (or the next has not taken the lock
+    /// yet), so the slot is not one to record `skipped` because a run was still going.
+    public func runWasGoing(atSlot slot: Date, job: String) throws -> Bool {
+        try connection.query(
+            """
+            SELECT caretaker.job_lock_held($1)
+                OR EXISTS (SELECT 1 FROM caretaker.job_runs WHERE job = $1 AND status = 'running')
+                OR coalesce((SELECT finished_at >= to_timestamp($2::float8) FROM caretaker.job_runs
+                             WHERE job = $1 AND status <> 'skipped'
+                             ORDER BY started_at DESC LIMIT 1), false) AS going
+            """, job, slot.timeIntervalSince1970
+        ).first?.bool("going") == true
     }
 
     /// Records `slot` of `job` as `skipped` for `reason` and returns the row's id.

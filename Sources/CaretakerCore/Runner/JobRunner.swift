@@ -77,7 +77,9 @@ public struct JobRunner: Sendable {
             guard let slot = request.slot else { return .busy }
             return .skipped(runID: try recordSkipped(request, slot: slot, in: store))
         }
-        defer { store.unlock(job: name) }
+        // `execute` lets go of the lock with the statement that records the run's end.
+        var lockReleased = false
+        defer { if !lockReleased { store.unlock(job: name) } }
         try connection.query("SELECT set_config('application_name', $1, false)", "caretaker/\(name)")
         defer { _ = try? connection.query("SELECT set_config('application_name', 'caretaker', false)") }
 
@@ -90,12 +92,15 @@ public struct JobRunner: Sendable {
             job: name, trigger: request.trigger, slot: request.slot,
             dryRun: request.dryRun, attempt: request.attempt)
         if let slot = request.slot { try store.attach(runID: runID, toSlot: slot, job: name) }
-        return try execute(request, runID: runID, on: connection, stopRequested: stopRequested)
+        return try execute(
+            request, runID: runID, on: connection, stopRequested: stopRequested, lockReleased: &lockReleased)
     }
 
+    /// Runs the job and records its end, releasing the job's lock in that same
+    /// statement (`lockReleased` says whether it did).
     private func execute(
         _ request: Request, runID: Int64, on connection: Connection,
-        stopRequested: @escaping @Sendable () -> Bool
+        stopRequested: @escaping @Sendable () -> Bool, lockReleased: inout Bool
     ) throws -> Outcome {
         var runLogger = logger
         runLogger[metadataKey: "job"] = "\(request.job.name)"
@@ -119,7 +124,9 @@ public struct JobRunner: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         do {
-            try RunStore(connection).finishRun(runID, status: status, stats: stats, error: message)
+            try RunStore(connection).finishRun(
+                runID, status: status, stats: stats, error: message, releasingLock: true)
+            lockReleased = true
         } catch {
             // The job ran (its changes are committed): say how it ended, since job_runs cannot.
             runLogger.error(
@@ -160,14 +167,19 @@ public struct JobRunner: Sendable {
     /// before the next slot). Claims the slot first, so a slot another instance
     /// already took leaves no trace.
     ///
-    /// Unlike `run`, this never takes the job's lock: when the previous run ends
-    /// between the slot coming due and this call, the slot is still one that
-    /// nobody ran because of it, and the scheduler thread must not run a job.
+    /// Unlike `run`, this never takes the job's lock (the scheduler thread must not
+    /// run a job). For `previousRunStillGoing`, it first asks the database whether
+    /// a run was going when the slot came: the scheduler hears of a run's end only
+    /// after the run recorded it, and a slot that came due in between is one to run,
+    /// not to skip. Then it throws `PreviousRunEnded` and records nothing.
     public func recordSkippedSlot(
         job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
         on connection: Connection
     ) throws -> Outcome {
         let store = RunStore(connection)
+        if case .previousRunStillGoing = reason, try !store.runWasGoing(atSlot: slot, job: job.name) {
+            throw PreviousRunEnded(slot: slot)
+        }
         guard try claim(slot: slot, job: job.name, in: store) == .claimed else { return .alreadyClaimed }
         return .skipped(
             runID: try recordSkipped(
@@ -217,6 +229,12 @@ public struct JobRunner: Sendable {
     /// daemon passes slots, from its estimate of that clock): nothing was
     /// recorded; ask again once the slot is due.
     public struct SlotNotDue: Error, Sendable {
+        public let slot: Date
+    }
+
+    /// Thrown by `recordSkippedSlot` for a slot that came due after the job's previous
+    /// run had ended: nothing was recorded; run the slot instead.
+    public struct PreviousRunEnded: Error, Sendable {
         public let slot: Date
     }
 
