@@ -111,6 +111,10 @@ extension ParsableCommand {
             let failure = Failure(error)
             printError(failure.message)
             throw ExitCode(failure.status.rawValue)
+        } catch let error as MigrationError {
+            printError(error.description)
+            // Gave up waiting for locks: a temporary condition, like a busy job (EX_TEMPFAIL).
+            throw ExitCode(error.lockWait != nil ? ExitStatus.busy.rawValue : Failure(error.underlying).status.rawValue)
         }
         if status != .ok { throw ExitCode(status.rawValue) }
     }

@@ -25,12 +25,25 @@ extension Caretaker {
                 valueName: "ROLE"))
         var grantee: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "How long to keep trying for a migration's locks on the app's tables (each try waits at most 2 s, "
+                    + "so the app's writes never queue long behind it), then give up with exit 75.",
+                valueName: "DURATION"),
+            transform: { text in
+                guard let duration = DurationText.parse(text), duration > .zero else {
+                    throw ValidationError("--lock-wait: \"\(text)\" is not a duration such as \"90s\" or \"5m\"")
+                }
+                return duration
+            })
+        var lockWait: Duration = Migrator.defaultLockWait
+
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 let connection = try common.connect(configuration)
                 try common.requirePrimary(connection, for: "migrate")
-                let migrator = Migrator(appSchema: configuration.database.appSchema)
+                let migrator = Migrator(appSchema: configuration.database.appSchema, lockWait: lockWait)
                 let migrations = try migrator.migrate(on: connection, dryRun: dryRun)
                 if migrations.isEmpty {
                     print("schema is up to date (version \(Migration.all.last?.version ?? 0))")

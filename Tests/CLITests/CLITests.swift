@@ -210,6 +210,30 @@ import Testing
             "\(warned.stdout)")
     }
 
+    @Test(
+        "migrate gives up after --lock-wait while a transaction holds an app table: exit 75, what to do, nothing applied"
+    )
+    func migrateLockWait() throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration()
+        try db.connection.query("DELETE FROM caretaker.schema_migrations WHERE version = 10")
+        let holder = try TemporaryPostgres.shared.connect(database: db.name)
+        try holder.query("BEGIN")
+        try holder.query("LOCK TABLE packs IN ROW EXCLUSIVE MODE")
+        let gaveUp = try Caretaker.run(["migrate", "--lock-wait", "1s", "--config", path])
+        #expect(gaveUp.status == 75, "\(gaveUp.stderr)")
+        #expect(
+            gaveUp.stderr.hasPrefix(
+                "caretaker: migration 10 (pack looks) could not take its locks on the app's tables"),
+            "\(gaveUp.stderr)")
+        #expect(gaveUp.stderr.contains("pg_stat_activity"), "\(gaveUp.stderr)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.schema_migrations WHERE version = 10") == 0)
+        try holder.query("COMMIT")
+        #expect(try Caretaker.run(["migrate", "--lock-wait", "1s", "--config", path]).status == 0)
+        let bad = try Caretaker.run(["migrate", "--lock-wait", "soon", "--config", path])
+        #expect(bad.status == 64 && bad.stderr.contains("\"soon\" is not a duration"), "\(bad.stderr)")
+    }
+
     @Test("migrate --grant: --dry-run prints the quoted SQL, a superuser is refused (64), the role gets its rights")
     func migrateGrant() throws {
         let db = try TestDatabase()

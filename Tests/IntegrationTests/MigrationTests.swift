@@ -1,5 +1,6 @@
 import CaretakerCore
 import CaretakerTestSupport
+import Foundation
 import Postgres
 import Testing
 
@@ -117,6 +118,51 @@ import Testing
                 """)
         #expect(try Self.migrateWhileTheAppWrites(db, waitingIn: "DROP INDEX") == [9])
         #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'") == 0)
+    }
+
+    @Test(
+        "a migration that must lock an app table a long transaction holds waits briefly, lets the app's writes through, and gives up after lockWait",
+        .timeLimit(.minutes(1))  // without lock_timeout, migrate would wait for the holder for ever
+    )
+    func lockWaitIsBounded() throws {
+        let db = try TestDatabase()
+        let server = TemporaryPostgres.shared
+        // Migration 10 again: it creates triggers on posts, a lock that conflicts with the app's writes.
+        try db.connection.query("DELETE FROM caretaker.schema_migrations WHERE version = 10")
+        let pack = try db.connection.query("INSERT INTO packs (name) VALUES ('p') RETURNING id").first!.int64("id")!
+        let holder = try server.connect(database: db.name)
+        try holder.query("BEGIN")
+        try holder.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+        let name = db.name
+        let migration = BackgroundThread { () throws -> String in
+            var migrator = Migrator(appSchema: "public", lockWait: .seconds(3))
+            migrator.attemptLockTimeout = .milliseconds(300)
+            migrator.pauseBetweenAttempts = .milliseconds(200)
+            do {
+                _ = try migrator.migrate(on: server.connect(database: name))
+                return "applied"
+            } catch let error as MigrationError {
+                return error.lockWait == nil
+                    ? "\(error)" : "gave up after \(error.lockWait!.attempts) attempts: \(error)"
+            }
+        }
+        // Meanwhile the app writes: each of its writes waits at most one attempt's timeout.
+        let app = try server.connect(database: name)
+        try app.query("SET lock_timeout = '2s'")
+        for _ in 0..<10 {
+            #expect(throws: Never.self, "the app's write queued behind the migration") {
+                try app.query("INSERT INTO posts (pack_id) VALUES ($1)", pack)
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let outcome = try migration.value()
+        #expect(outcome.hasPrefix("gave up after "), "\(outcome)")
+        #expect(outcome.contains("could not take its locks on the app's tables"), "\(outcome)")
+        #expect(!outcome.hasPrefix("gave up after 1 attempts"), "it never tried again: \(outcome)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.schema_migrations WHERE version = 10") == 0)
+        // Once the long transaction ends, the same migrate applies it.
+        try holder.query("COMMIT")
+        #expect(try Migrator(appSchema: "public").migrate(on: db.connection).map(\.version) == [10])
     }
 
     @Test("an index build that failed half-way is dropped and built again by the next migrate")

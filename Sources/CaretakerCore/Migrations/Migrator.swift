@@ -9,14 +9,29 @@ import Postgres
 /// for the lock again and again rather than waiting in the server: a statement
 /// waiting there holds a snapshot, which `CREATE INDEX CONCURRENTLY` in the
 /// first would wait for in turn.
+///
+/// A migration's transaction waits at most `attemptLockTimeout` for a lock on the
+/// app's tables (`CREATE TRIGGER` takes one that conflicts with the app's writes):
+/// while a statement waits for a lock, every later write to that table queues
+/// behind it, so one long app transaction would otherwise stall the whole app for
+/// as long as it lasts. It rolls back, pauses and tries again until `lockWait` has
+/// passed, then fails with `MigrationError.lockWaitExpired` (exit 75: try again).
 public struct Migrator: Sendable {
     public let appSchema: String
+    /// How long `migrate` keeps trying to take a migration's locks before it gives up.
+    public var lockWait: Duration
+    /// The `lock_timeout` of one attempt (at most `lockWait`).
+    public var attemptLockTimeout: Duration = .seconds(2)
+    /// The pause between attempts, which lets the app's queued writes through.
+    public var pauseBetweenAttempts: Duration = .seconds(1)
 
     /// Arbitrary but fixed: "caretaker migrate" in ASCII, folded into 63 bits.
     static let lockKey: Int64 = 0x6361_7265_6D69_6772
+    public static let defaultLockWait: Duration = .seconds(60)
 
-    public init(appSchema: String) {
+    public init(appSchema: String, lockWait: Duration = Migrator.defaultLockWait) {
         self.appSchema = appSchema
+        self.lockWait = lockWait
     }
 
     /// Versions already applied; empty when caretaker never migrated this database.
@@ -66,22 +81,54 @@ public struct Migrator: Sendable {
                 "INSERT INTO caretaker.schema_migrations (version, name, app_schema) VALUES ($1, $2, $3)",
                 migration.version, migration.name, appSchema)
         }
+        var attempts = 0
         do {
             if !migration.isConcurrent {
-                try connection.withTransaction {
+                try inTransactionWaitingBriefly(on: connection, attempts: &attempts) {
                     try connection.execute(script: migration.sql(appSchema: appSchema))
                     try record()
                 }
                 return
             }
             if !migration.sql.isEmpty {
-                try connection.withTransaction { try connection.execute(script: migration.sql(appSchema: appSchema)) }
+                try inTransactionWaitingBriefly(on: connection, attempts: &attempts) {
+                    try connection.execute(script: migration.sql(appSchema: appSchema))
+                }
             }
+            // No lock_timeout here: CONCURRENTLY takes no lock that queues the app's
+            // writes, and waits for older transactions by design.
             for index in migration.concurrentIndexes { try build(index, on: connection) }
             for index in migration.redundantIndexes { try dropIfRedundant(index, on: connection) }
             try record()
         } catch let error as PostgresError {
-            throw MigrationError(version: migration.version, name: migration.name, underlying: error)
+            throw MigrationError(
+                version: migration.version, name: migration.name, underlying: error,
+                lockWait: error.isLockNotAvailable ? (attempts, attemptTimeout) : nil)
+        }
+    }
+
+    /// The `lock_timeout` of one attempt.
+    private var attemptTimeout: Duration { min(attemptLockTimeout, lockWait) }
+
+    /// Runs `body` in a transaction whose `lock_timeout` is `attemptTimeout`, again
+    /// after a pause each time it timed out waiting for a lock, until `lockWait` passed.
+    private func inTransactionWaitingBriefly(
+        on connection: Connection, attempts: inout Int, _ body: () throws -> Void
+    ) throws {
+        let deadline = ContinuousClock.now + lockWait
+        let timeout = "\(max(attemptTimeout.microseconds / 1000, 1))ms"
+        while true {
+            attempts += 1
+            do {
+                try connection.withTransaction {
+                    try connection.query("SELECT set_config('lock_timeout', $1, true)", timeout)
+                    try body()
+                }
+                return
+            } catch let error as PostgresError where error.isLockNotAvailable {
+                if ContinuousClock.now + pauseBetweenAttempts >= deadline { throw error }
+                OSThread.sleep(for: pauseBetweenAttempts)
+            }
         }
     }
 
@@ -146,8 +193,16 @@ public struct MigrationError: Error, CustomStringConvertible {
     public let version: Int
     public let name: String
     public let underlying: PostgresError
+    /// Set when the migration gave up waiting for its locks: how many attempts, each
+    /// waiting at most how long.
+    public var lockWait: (attempts: Int, timeout: Duration)?
 
     public var description: String {
-        "migration \(version) (\(name)) failed and was rolled back: \(underlying)"
+        guard let lockWait else { return "migration \(version) (\(name)) failed and was rolled back: \(underlying)" }
+        return "migration \(version) (\(name)) could not take its locks on the app's tables and was rolled back: "
+            + "another transaction held them past lock_timeout (\(lockWait.timeout.microseconds / 1000) ms) in each of "
+            + "\(lockWait.attempts) attempts. migrate waits no longer than that, so that the app's writes never "
+            + "queue behind it; find the long transaction in pg_stat_activity, or run migrate again "
+            + "(with a longer --lock-wait) when the app is quieter"
     }
 }

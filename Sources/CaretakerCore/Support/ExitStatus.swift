@@ -5,7 +5,7 @@ public enum ExitStatus: Int32, Sendable {
     case jobFailed = 1
     case usage = 64
     case databaseUnavailable = 69
-    /// Another instance is running that job right now.
+    /// Another instance is running that job right now, or `migrate` gave up waiting for its locks: try again.
     case busy = 75
     case configuration = 78
 }
