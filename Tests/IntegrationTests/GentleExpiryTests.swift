@@ -156,7 +156,7 @@ import Testing
                     TRUNCATE seen;
                     INSERT INTO posts (pack_id, likes, created_at, body)
                     SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
-                    FROM generate_series(1, 150000);
+                    FROM generate_series(1, 300000);
                     """)
             try db.connection.query("VACUUM ANALYZE posts")
             let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing(
@@ -173,6 +173,69 @@ import Testing
         #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
         #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
+    }
+
+    @Test(
+        "checkpoint_spacing: a backlog that will force checkpoints goes at most one checkpoint distance per spacing; \"\" lifts the cap"
+    )
+    func checkpointSpacing() throws {
+        // A cluster of its own: max_wal_size is the server's, and small here (64MB);
+        // full page images as on a durable database (the test clusters go without).
+        let server = try TemporaryPostgres()
+        defer { try? server.stop() }
+        let name = try server.makeDatabase()
+        let primary = try server.connect(database: name)
+        try primary.query("ALTER SYSTEM SET max_wal_size = '64MB'")
+        try primary.query("ALTER SYSTEM SET full_page_writes = on")
+        try primary.query("SELECT pg_reload_conf()")
+        #expect(
+            try eventually {
+                try server.connect(database: name).query(
+                    "SELECT current_setting('max_wal_size') || ' ' || current_setting('full_page_writes')"
+                ).first?[0] == "64MB on"
+            })
+        // What requests a checkpoint: max_wal_size ÷ (1 + checkpoint_completion_target), about 34 MB.
+        let distance = try #require(
+            try primary.query(
+                """
+                SELECT (pg_size_bytes(current_setting('max_wal_size'))
+                        / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                """
+            ).first?.int64("distance"))
+        /// 300,000 due posts, then a checkpoint: each page's first delete writes a full
+        /// image, some 70 MB of WAL in all, two distances.
+        func seedBacklog() throws {
+            try primary.query(
+                """
+                WITH admin AS (INSERT INTO packs (name, is_admin) VALUES ('admin', true) RETURNING id)
+                INSERT INTO posts (pack_id, likes, created_at, body)
+                SELECT (SELECT id FROM admin), 0, now() - interval '3 days', repeat('post body ', 12)
+                FROM generate_series(1, 300000)
+                """)
+            try primary.query("CHECKPOINT")
+        }
+        // At 160MB/s the rate starts at 80MB/s and grows by 10MB/s a probe (every 100 ms),
+        // so some probe comes between half the distance, where the cap starts, and the
+        // forced checkpoint; its floor (10MB/s) is above the cap (distance ÷ 4 s, 8.4MB/s).
+        let settings = "[jobs.expire-content]\nmax_wal_rate = \"160MB/s\"\nmax_runtime = \"5m\"\n"
+        try seedBacklog()
+        let spaced = try #require(
+            try Self.run(
+                "expire-content", conninfo: server.conninfo(database: name),
+                settings + "checkpoint_spacing = \"4s\"\n"))
+        #expect(spaced["posts_deleted"] == 300_000)
+        #expect(spaced["wal_bytes"] > distance, "\(spaced)")
+        // The adaptive rate never goes below its floor: the lowest rate is the cap's.
+        #expect(spaced["wal_rate_lowest_kbps"] == Int(distance / 4 / 1024), "distance \(distance): \(spaced)")
+        #expect(spaced["throttled_ms"] > 0, "\(spaced)")
+
+        try seedBacklog()
+        let uncapped = try #require(
+            try Self.run(
+                "expire-content", conninfo: server.conninfo(database: name),
+                settings + "checkpoint_spacing = \"\"\n"))
+        #expect(uncapped["posts_deleted"] == 300_000)
+        #expect(uncapped["wal_rate_lowest_kbps"] >= 160 * 1024 / 16, "\(uncapped)")
     }
 
     @Test(
