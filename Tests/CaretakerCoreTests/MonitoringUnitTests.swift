@@ -27,7 +27,7 @@ import Testing
         #expect(AlertPolicy.stored(after: .alert(cause: "x")) == .unhealthy)
     }
 
-    @Test("a job's condition is check's rule, and nothing to judge before its first finished run")
+    @Test("a job's condition is check's rule, before its first finished run too")
     func condition() {
         func job(healthy: Bool, lastRun: Double?) -> HistoryReadings.Job {
             HistoryReadings.Job(
@@ -39,7 +39,9 @@ import Testing
         }
         #expect(AlertPolicy.condition(of: job(healthy: true, lastRun: 1)) == .healthy)
         #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: 1)) == .unhealthy(cause: "last run failed: x"))
-        #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: nil)) == nil)
+        // Past its grace without a finished run (a first run that hangs): an incident.
+        #expect(AlertPolicy.condition(of: job(healthy: false, lastRun: nil)) == .unhealthy(cause: "last run failed: x"))
+        #expect(AlertPolicy.condition(of: job(healthy: true, lastRun: nil)) == .healthy)
         #expect(AlertPolicy.decide(stored: nil, now: nil) == .nothing)
         #expect(AlertPolicy.decide(stored: .unhealthy, now: nil) == .nothing)
     }

@@ -162,6 +162,33 @@ import Glibc
         await DaemonTests.stop(second)
     }
 
+    @Test("a job whose first run hangs past stale_after: one alert, though it has no finished run")
+    func hungFirstRunAlerts() async throws {
+        let db = try TestDatabase()
+        let smtp = try TestSMTPServer.start()
+        // tick's runs make the daemon look at the health of every job after each run.
+        // shutdown_grace: the stop at the end cancels the sleep.
+        let path = try db.writeConfiguration(
+            "[worker]\nshutdown_grace = \"2s\"\n\n" + Self.mailAndAlerts(smtp) + Self.builtInsOff
+                + DaemonTests.sqlJob(
+                    "hung", schedule: "@every 1h", sql: "SELECT pg_sleep(60)",
+                    extra: "catch_up = true\nstale_after = \"2s\"\nstatement_timeout = \"90s\"\n")
+                + DaemonTests.sqlJob("tick", sql: "SELECT 1", extra: "stale_after = \"10m\"\n"))
+        // hung's first slot is one that passed before the schema was migrated: catch-up runs it at start.
+        try db.connection.query("UPDATE caretaker.schema_migrations SET applied_at = now() - interval '2 hours'")
+        let daemon = try await DaemonTests.started(path)
+        #expect(
+            try await eventually(timeout: .seconds(15)) {
+                try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'hung' AND status = 'running'") == 1
+            }, "log:\n\(daemon.log)")
+        let alerts = try smtp.waitForMessages(count: 1, timeout: .seconds(20))
+        let alert = try #require(alerts.first, "log:\n\(daemon.log)")
+        #expect(alert.header("Subject") == "[caretaker] hung is unhealthy")
+        #expect(alert.body.contains("has never succeeded in the 2s (stale_after)"), "\(alert.body)")
+        #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'hung' AND status <> 'running'") == 0)
+        await DaemonTests.stop(daemon)
+    }
+
     @Test("low-footprint mode: the textfile after every run, no extra connection; the listener works there too")
     func lowFootprintTextfile() async throws {
         let db = try TestDatabase()

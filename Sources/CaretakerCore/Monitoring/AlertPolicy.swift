@@ -28,11 +28,11 @@ public enum AlertPolicy {
     }
 
     /// The job's condition by `check`'s rule (a failed last run, stale, or rows
-    /// blocked run after run); nil while the job has no finished run yet: a job
-    /// the daemon has not had its first chance to run is no incident.
+    /// blocked run after run). A job with no finished run yet is judged too: its
+    /// health gives it `stale_after` from when caretaker first saw it, and past that
+    /// (a first run that hangs, slots only ever skipped) it is an incident to mail.
     public static func condition(of job: HistoryReadings.Job) -> Condition? {
-        guard job.lastRun != nil else { return nil }
-        return job.health.healthy ? .healthy : .unhealthy(cause: job.health.reason)
+        job.health.healthy ? .healthy : .unhealthy(cause: job.health.reason)
     }
 
     public static func decide(stored: Stored?, now: Condition?) -> Action {
