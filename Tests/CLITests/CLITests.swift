@@ -234,6 +234,27 @@ import Testing
         #expect(bad.status == 64 && bad.stderr.contains("\"soon\" is not a duration"), "\(bad.stderr)")
     }
 
+    @Test("caretaker dashboard --help names the exit statuses of caretaker-dashboard, which it becomes")
+    func dashboardHelpExitStatuses() throws {
+        /// The numbers in the help's "Exit status: …." sentence.
+        func statuses(_ help: String) -> [Int] {
+            let text = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            guard let start = text.range(of: "Exit status:") else { return [] }
+            let sentence = text[start.upperBound...].prefix { $0 != "." }
+            return sentence.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        }
+        let wrapper = try Caretaker.run(["dashboard", "--help"])
+        let binary = URL(fileURLWithPath: Caretaker.path).deletingLastPathComponent()
+            .appendingPathComponent("caretaker-dashboard").path
+        let output = NSTemporaryDirectory() + "caretaker-dashboard-help-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        #expect(try ChildProcess.run([binary, "--help"], stdoutPath: output, stderrPath: output + ".err") == 0)
+        defer { try? FileManager.default.removeItem(atPath: output + ".err") }
+        let own = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(statuses(own) == [0, 1, 64, 69, 78], "\(own)")
+        #expect(statuses(wrapper.stdout) == statuses(own), "\(wrapper.stdout)")
+    }
+
     @Test("migrate --grant: --dry-run prints the quoted SQL, a superuser is refused (64), the role gets its rights")
     func migrateGrant() throws {
         let db = try TestDatabase()
