@@ -14,6 +14,8 @@ public enum TimeWindow: String, Sendable, CaseIterable {
     /// Width of one bar of the counter charts: an hour over a day, six over a week.
     public var bucketSeconds: Double { self == .day ? 3_600 : 6 * 3_600 }
     public var bucketCount: Int { Int(seconds / bucketSeconds) }
+    /// The time one pixel of the timeline covers: runs of a job and status closer than this share a mark.
+    public var timelinePixelSeconds: Double { seconds / TimelineChart.plotWidth }
     public var label: String { self == .day ? "last 24 hours" : "last 7 days" }
 }
 
@@ -36,8 +38,9 @@ public struct JobOverview: Sendable {
     /// The latest run that ran (skipped slots are not runs).
     public var lastRun: RunSummary?
     public var nextSlot: Date?
-    /// Every run and skipped slot in the window, oldest first.
-    public var runs: [RunSummary]
+    /// The runs and skipped slots in the window as the timeline draws them, oldest
+    /// first: one mark per run, or one per pixel where runs crowd (`RunStore.timelineMarks`).
+    public var marks: [TimelineMark]
     public var missed: [MissedSpan]
     /// Per main counter, the sums per bucket of the window.
     public var series: [CounterSeries]

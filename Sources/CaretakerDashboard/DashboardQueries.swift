@@ -33,7 +33,9 @@ public enum DashboardQueries {
             uniqueKeysWithValues: try JobHealth.assess(connection, configuration: configuration).map { ($0.job, $0) })
 
         let store = RunStore(connection)
-        let runsByJob = Dictionary(grouping: try store.runSummaries(startedSince: start), by: \.job)
+        let marksByJob = Dictionary(
+            grouping: try store.timelineMarks(startedSince: start, bucketSeconds: window.timelinePixelSeconds),
+            by: \.first.job)
         let claimedByJob = try store.claimedSlots(since: start)
         var sums: [String: [String: [Int64]]] = [:]
         for sum in try store.counterSums(since: start, bucketSeconds: window.bucketSeconds)
@@ -43,7 +45,7 @@ public enum DashboardQueries {
         }
 
         let jobs = try configuration.jobs.map { job -> JobOverview in
-            let runs = runsByJob[job.name] ?? []
+            let marks = marksByJob[job.name] ?? []
             let last = try store.latestRanSummary(job: job.name)
             let missed =
                 job.enabled
@@ -57,7 +59,7 @@ public enum DashboardQueries {
                     buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount))
             }
             return summary(
-                job, now: now, health: health[job.name], lastRun: last, runs: runs, missed: missed, series: series)
+                job, now: now, health: health[job.name], lastRun: last, marks: marks, missed: missed, series: series)
         }
         return Overview(now: now, window: window, jobs: jobs)
     }
@@ -65,13 +67,13 @@ public enum DashboardQueries {
     /// A job's line: what the configuration says, with what the history says.
     static func summary(
         _ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunSummary?,
-        runs: [RunSummary] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []
+        marks: [TimelineMark] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []
     ) -> JobOverview {
         JobOverview(
             name: job.name, enabled: job.enabled, schedule: job.schedule.text,
             scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
             health: health, lastRun: lastRun, nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-            runs: runs, missed: missed, series: series)
+            marks: marks, missed: missed, series: series)
     }
 
     /// The slots of `schedule` in `[from, to)` that no instance claimed, grouped into

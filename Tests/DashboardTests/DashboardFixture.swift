@@ -23,9 +23,10 @@ struct DashboardFixture {
     /// The error of the failed run: it must reach the pages only escaped.
     static let scriptError = "<script>alert(\"x\")</script> & more"
 
-    /// Runs started in the last 24 hours (every status, one dry run) and in the last 7 days.
+    /// Runs started in the last 24 hours (every status, one dry run; each a mark of its
+    /// own) and in the last 7 days (120 of them prune's, a minute apart).
     static let marksInDay = 11
-    static let marksInWeek = 132
+    static let runsInWeek = 132
     /// 4 + 5 + 6 sessions revoked by real runs; the dry run's 100 do not count.
     static let sessionsRevokedInDay: Int64 = 15
 
@@ -69,6 +70,11 @@ struct DashboardFixture {
         return try await database().read {
             try DashboardQueries.overview($0, configuration: configuration, window: window)
         }
+    }
+
+    /// The runs each crowded timeline mark stands for (its `data-runs`).
+    static func crowdedRuns(in html: String) -> [Int] {
+        html.components(separatedBy: "data-runs=\"").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
     }
 
     /// How often `needle` occurs in `text`.

@@ -45,20 +45,56 @@ import Testing
         #expect(row.contains("<span class=\"badge disabled\">disabled</span>"))
     }
 
-    @Test("the timeline has one mark per run in the window: 24 hours, then 7 days")
+    @Test(
+        "the timeline has one mark per run, and one per pixel where a job's runs of one status crowd: 24 hours, then 7 days"
+    )
     func timelineMarks() async throws {
         let fixture = try DashboardFixture()
         let day = OverviewPage.render(try await fixture.overview(.day))
         #expect(DashboardFixture.count("class=\"mark ", in: day) == DashboardFixture.marksInDay)
+        #expect(DashboardFixture.crowdedRuns(in: day).isEmpty)
         for status in RunStatus.allCases {
             #expect(day.contains("class=\"mark s-\(status.rawValue)\""), "no \(status) mark")
         }
+        // Over 7 days a pixel is 11.2 minutes: prune's 120 runs a minute apart share 11 or 12 marks.
         let week = OverviewPage.render(try await fixture.overview(.week))
-        #expect(DashboardFixture.count("class=\"mark ", in: week) == DashboardFixture.marksInWeek)
+        let crowded = DashboardFixture.crowdedRuns(in: week)
+        let single = DashboardFixture.count(" data-run=\"", in: week)
+        #expect(single + crowded.reduce(0, +) == DashboardFixture.runsInWeek, "\(crowded)")
+        #expect(single == DashboardFixture.runsInWeek - 120)
+        #expect((11...12).contains(crowded.count), "\(crowded)")
+        #expect(
+            DashboardFixture.count(
+                "<a href=\"/jobs/prune?status=succeeded&amp;range=7d\"><rect class=\"mark s-succeeded crowded\"",
+                in: week)
+                == crowded.count)
+        #expect(week.contains("<title>\(crowded.first ?? 0) runs succeeded from "), "\(week)")
         #expect(week.contains("<span class=\"current\">7 days</span>"))
         let inDatabase = try fixture.db.count(
             "SELECT count(*) FROM caretaker.job_runs WHERE started_at >= now() - interval '24 hours'")
         #expect(inDatabase == DashboardFixture.marksInDay)
+    }
+
+    @Test("a job that ran every second for a day: at most one mark per pixel and status, every run counted")
+    func crowdedDay() async throws {
+        let fixture = try DashboardFixture()
+        try fixture.db.connection.query(
+            """
+            INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, stats, host, pid)
+            SELECT 'prune', 'schedule', CASE WHEN n % 1000 = 0 THEN 'failed' ELSE 'succeeded' END,
+                   now() - n * interval '1 second', now() - n * interval '1 second',
+                   now() - n * interval '1 second' + interval '20 milliseconds', '{}', 'host-a', 1
+            FROM generate_series(1, 86000) AS n
+            """)
+        let overview = try await fixture.overview(.day)
+        let prune = try #require(overview.jobs.first { $0.name == "prune" })
+        #expect(prune.marks.reduce(0) { $0 + $1.runs } == 86_000)
+        // The successes in at most 901 pixels (the window's edges cut one), and a failure
+        // every 1000 s, 86 of them, each alone in its pixel.
+        #expect(prune.marks.count <= 901 + 86, "\(prune.marks.count) marks")
+        #expect(prune.marks.filter { $0.first.status == "failed" }.count == 86)
+        let html = OverviewPage.render(overview)
+        #expect(html.utf8.count < 600_000, "\(html.utf8.count) bytes")
     }
 
     @Test("slots nobody claimed show as one missed span; claimed ones do not")

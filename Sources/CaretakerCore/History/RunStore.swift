@@ -493,14 +493,38 @@ public struct RunStore {
          WHERE s.value ~ '^-?[0-9]{1,18}$') AS counters
         """
 
-    /// Every row started at or after `start` (seconds since the epoch), oldest first.
-    public func runSummaries(startedSince start: Double) throws -> [RunSummary] {
+    /// The timeline's marks for the rows started at or after `start`: a row alone in
+    /// its `bucketSeconds` (one pixel of the chart) for its job and status is a mark
+    /// of its own; the rows of a crowded bucket are one mark (its first row, their
+    /// count and the span they cover). So a page shows a week of an `@every 1s` job
+    /// in at most one mark per pixel, not 600,000, and the dashboard never holds them all.
+    public func timelineMarks(startedSince start: Double, bucketSeconds: Double) throws -> [TimelineMark] {
         try connection.query(
             """
-            SELECT \(Self.summaryColumns) FROM caretaker.job_runs
-            WHERE started_at >= to_timestamp($1::float8) ORDER BY started_at, id
-            """, start
-        ).rows.map(RunSummary.init)
+            WITH bucketed AS (
+                SELECT r.*, floor(extract(epoch FROM r.started_at - to_timestamp($1::float8)) / $2::float8) AS bucket
+                FROM caretaker.job_runs r
+                WHERE r.started_at >= to_timestamp($1::float8)
+            ), counted AS (
+                SELECT b.*, count(*) OVER bucket_rows AS bucket_runs,
+                       row_number() OVER (bucket_rows ORDER BY started_at, id) AS nth,
+                       max(started_at) OVER bucket_rows AS last_started,
+                       CASE WHEN bool_or(finished_at IS NULL) OVER bucket_rows THEN NULL
+                            ELSE max(finished_at) OVER bucket_rows END AS last_finished
+                FROM bucketed b
+                WINDOW bucket_rows AS (PARTITION BY job, status, bucket)
+            )
+            SELECT \(Self.summaryColumns), bucket_runs,
+                   extract(epoch FROM last_started)::float8 AS last_started,
+                   extract(epoch FROM last_finished)::float8 AS last_finished
+            FROM counted WHERE nth = 1 ORDER BY started_at, id
+            """, start, bucketSeconds
+        ).rows.map { row in
+            TimelineMark(
+                first: RunSummary(row), runs: row.int("bucket_runs") ?? 1,
+                lastStartedAt: Date(timeIntervalSince1970: row.double("last_started") ?? 0),
+                lastFinishedAt: row.double("last_finished").map(Date.init(timeIntervalSince1970:)))
+        }
     }
 
     /// One page of `job`'s rows, newest first, filtered by status, trigger and start (any of them nil: all).

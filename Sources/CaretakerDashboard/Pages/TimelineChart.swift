@@ -10,7 +10,9 @@ import Foundation
 ///
 /// A mark's colour is its status, its width its duration (at least 2 px), a
 /// skipped slot a short grey tick, and slots nobody claimed a hatched band, so a
-/// gap or a streak of failures shows at a glance. Each mark links to its run.
+/// gap or a streak of failures shows at a glance. Each mark links to its run; runs
+/// of one status crowded into one pixel share a mark, which says how many and
+/// links to the job's runs of that status.
 enum TimelineChart {
     static let labelWidth = 170.0
     static let plotWidth = 900.0
@@ -51,10 +53,14 @@ enum TimelineChart {
                     "<rect class=\"missed\" x=\"\(f(left))\" y=\"\(f(top + 2))\" width=\"\(f(right - left))\" height=\"\(f(rowHeight - 4))\" fill=\"url(#missed)\"><title>\(HTML.escape(label))</title></rect>"
             }
             // Successes first, so a failure among many successes is drawn on top.
-            for run in job.runs.sorted(by: {
-                ($0.status == "succeeded" ? 0 : 1, $0.startedAt) < ($1.status == "succeeded" ? 0 : 1, $1.startedAt)
+            for mark in job.marks.sorted(by: {
+                ($0.first.status == "succeeded" ? 0 : 1, $0.first.startedAt)
+                    < ($1.first.status == "succeeded" ? 0 : 1, $1.first.startedAt)
             }) {
-                svg += mark(run, top: top, x: x(run.startedAt), now: overview.now, span: span)
+                svg +=
+                    mark.runs == 1
+                    ? self.mark(mark.first, top: top, x: x(mark.first.startedAt), now: overview.now, span: span)
+                    : crowded(mark, top: top, x: x, now: overview.now, window: overview.window)
             }
             svg += "</g>\n"
         }
@@ -72,6 +78,23 @@ enum TimelineChart {
         if let error = run.error { title += ": \(error.prefix(200))" }
         return
             "<a href=\"/runs/\(run.id)\"><rect class=\"mark s-\(HTML.escape(run.status))\" data-run=\"\(run.id)\" x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
+    }
+
+    /// The runs of one status that started within one pixel: one mark from the first
+    /// start to the last end, at least 2 px wide.
+    private static func crowded(
+        _ mark: TimelineMark, top: Double, x: (Date) -> Double, now: Date, window: TimeWindow
+    ) -> String {
+        let run = mark.first
+        let skipped = run.status == "skipped"
+        let left = x(run.startedAt)
+        let right = skipped ? left + 2 : max(x(mark.lastFinishedAt ?? now), left + 2)
+        let y = skipped ? top + rowHeight / 2 : top + 4
+        let height = skipped ? rowHeight / 2 - 2 : rowHeight - 8
+        let title =
+            "\(mark.runs) runs \(run.status) from \(HTML.time(run.startedAt)) to \(HTML.time(mark.lastStartedAt))"
+        return
+            "<a href=\"/jobs/\(HTML.urlComponent(run.job))?status=\(HTML.urlComponent(run.status))&amp;range=\(window.rawValue)\"><rect class=\"mark s-\(HTML.escape(run.status)) crowded\" data-runs=\"\(mark.runs)\" x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(right - left))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
     }
 
     /// Ticks every three hours over a day, every midnight (UTC) over a week.
