@@ -32,7 +32,7 @@ import Glibc
         return Refusal(status: status!, stderr: stderr)
     }
 
-    static let benchRows = "E1 E2 E2p C1 M1 W1 L1 P1 S1 SIZE"
+    static let benchRows = "E1 E2 E2p C1 M1 W1 L1 P1 S1 SIZE D1"
 
     @Test(
         "scripts/bench --only refuses an unknown row, naming it and the rows",
