@@ -90,7 +90,7 @@ import Testing
         #expect(expire.maxWALRate == 384 << 20)
         #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
-        #expect(expire.checkpointSpacing == .seconds(10))
+        #expect(expire.checkpointSpacing == .scaled)
         #expect(!expire.synchronousCommit)
         guard case .expireContent(let expiry) = expire.settings else {
             Issue.record("wrong settings")
@@ -121,9 +121,14 @@ import Testing
         #expect(tunedExpire.synchronousCommit)
         let off = try #require(tuned.job(named: "prune"))
         #expect(off.maxWALRate == nil && off.maxReplicaLag == nil && off.checkpointSpacing == nil)
-        #expect(tunedExpire.checkpointSpacing == .milliseconds(3500))
-        #expect(throws: ConfigurationError.self) {
-            try parse("[jobs.expire-content]\ncheckpoint_spacing = \"0s\"\n")
+        #expect(tunedExpire.checkpointSpacing == .every(.milliseconds(3500)))
+        #expect(
+            try parse("[jobs.expire-content]\ncheckpoint_spacing = \"auto\"\n").job(named: "expire-content")?
+                .checkpointSpacing == .scaled)
+        for bad in ["0s", "soon", "Auto"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try parse("[jobs.expire-content]\ncheckpoint_spacing = \"\(bad)\"\n")
+            }
         }
     }
 

@@ -101,6 +101,22 @@ import Testing
                 == Int64(Double(distance) / 4))
     }
 
+    @Test(
+        "checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, shorter in proportion above, never under 3 s"
+    )
+    func scaledSpacing() {
+        func spacing(_ megabytes: Int64) -> Duration { CheckpointSpacing.scaled(maxWALSize: megabytes * mb) }
+        #expect(spacing(32) == .seconds(10))
+        #expect(spacing(256) == .seconds(10))
+        #expect(spacing(512) == .seconds(5))
+        #expect(spacing(640) == .seconds(4))
+        #expect(spacing(853) == .milliseconds(3001))
+        #expect(spacing(1024) == .seconds(3))
+        #expect(spacing(16 * 1024) == .seconds(3))
+        #expect(CheckpointSpacing.scaled.duration(maxWALSize: 512 * mb) == .seconds(5))
+        #expect(CheckpointSpacing.every(.seconds(7)).duration(maxWALSize: 512 * mb) == .seconds(7))
+    }
+
     @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")
     func capAndAIMD() {
         var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)

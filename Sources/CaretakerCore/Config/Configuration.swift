@@ -122,7 +122,7 @@ public struct JobConfiguration: Sendable {
     public var maxReplicaLag: Duration?
     /// With an adaptive WAL budget: while a backlog forces checkpoints, keep them at least
     /// this far apart (`checkpoint_spacing`, `WriteBudget.checkpointCap`); `nil`: no cap.
-    public var checkpointSpacing: Duration? = ConfigurationLoader.defaultCheckpointSpacing
+    public var checkpointSpacing: CheckpointSpacing? = .scaled
     /// `false`: the job's batches commit with `synchronous_commit = off` (the default for a
     /// job whose work is idempotent, `BuiltInJob.isIdempotentBulkWork`: a batch lost in a crash is redone next run).
     public var synchronousCommit: Bool
@@ -134,6 +134,42 @@ public struct JobConfiguration: Sendable {
     /// `stale_after`, or three periods of the schedule after `date`.
     public func staleness(after date: Date) -> Duration {
         staleAfter ?? schedule.period(after: date) * 3
+    }
+}
+
+/// How far apart a backlog's forced checkpoints are kept (`checkpoint_spacing`).
+public enum CheckpointSpacing: Sendable, Equatable {
+    /// `"auto"`, the default: from the server's `max_wal_size` (`scaled(maxWALSize:)`).
+    case scaled
+    /// A duration the operator chose.
+    case every(Duration)
+
+    /// The spacing at `max_wal_size = 256MB`, a small machine's setting.
+    public static let atSmallestServers: Duration = .seconds(10)
+    /// The shortest spacing `.scaled` gives.
+    public static let shortest: Duration = .seconds(3)
+
+    /// 10 s at `max_wal_size = 256MB` (and below), shorter in proportion to a larger
+    /// `max_wal_size`, never under 3 s: 5 s at 512MB, 3 s from about 850MB up.
+    ///
+    /// Measured (BENCHMARKS.md, issue 13 part 5): at 256MB with a standby, 3–4 s
+    /// took the app's p99 past 2× where 10 s kept it at 1.7×; at 1GB, a 5M backlog
+    /// at 10 s went at 0.24–0.31× the DELETE's rows/s, at 3 s at 0.50–0.80× with the
+    /// app's p99 within 2× in two runs of three (10 s: three of four). A server set up
+    /// with a larger `max_wal_size` takes more WAL between checkpoints, and a large
+    /// backlog must still go in reasonable time there.
+    public static func scaled(maxWALSize bytes: Int64) -> Duration {
+        let smallServer = 256.0 * 1024 * 1024
+        let seconds = atSmallestServers.seconds * smallServer / Double(max(bytes, 1))
+        return .milliseconds(Int64((min(max(seconds, shortest.seconds), atSmallestServers.seconds) * 1000).rounded()))
+    }
+
+    /// The spacing on a server whose `max_wal_size` is `bytes`.
+    public func duration(maxWALSize bytes: Int64) -> Duration {
+        switch self {
+        case .scaled: Self.scaled(maxWALSize: bytes)
+        case .every(let duration): duration
+        }
     }
 }
 

@@ -18,8 +18,6 @@ extension ConfigurationLoader {
     static let defaultMaxCommitSlowdown = 100
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
-    /// `checkpoint_spacing`: how far apart a backlog's forced checkpoints are kept (BENCHMARKS.md, C1).
-    static let defaultCheckpointSpacing: Duration = .seconds(10)
 
     static func readJobs(
         _ root: inout TableReader, worker: WorkerOptions
@@ -137,10 +135,16 @@ extension ConfigurationLoader {
             maxReplicaLag: try table.optionalDuration(
                 "max_replica_lag", default: defaultMaxReplicaLag,
                 minimum: .milliseconds(1)),
-            checkpointSpacing: try table.optionalDuration(
-                "checkpoint_spacing", default: defaultCheckpointSpacing, minimum: .milliseconds(1)),
+            checkpointSpacing: try checkpointSpacing(&table),
             synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)
+    }
+
+    /// `checkpoint_spacing`: absent or `"auto"`, scaled to the server's `max_wal_size`;
+    /// `""`, no checkpoint cap; a duration, that.
+    private static func checkpointSpacing(_ table: inout TableReader) throws(ConfigurationError) -> CheckpointSpacing? {
+        if table.table["checkpoint_spacing"] == nil || table.isWord("checkpoint_spacing", "auto") { return .scaled }
+        return try table.optionalDuration("checkpoint_spacing", minimum: .milliseconds(1)).map(CheckpointSpacing.every)
     }
 
     private static func readSQLJob(_ table: inout TableReader) throws(ConfigurationError) -> SQLJobSettings {

@@ -126,6 +126,13 @@ struct TableReader {
         return duration
     }
 
+    /// True when `key` holds the string `word` (the key then counts as read).
+    mutating func isWord(_ key: String, _ word: String) -> Bool {
+        guard case .string(let text) = table[key], text == word else { return false }
+        consumed.insert(key)
+        return true
+    }
+
     /// A switch that is on by default: absent gives `fallback`, `""` turns it off (`nil`).
     mutating func optionalDuration(
         _ key: String, default fallback: Duration,

@@ -100,26 +100,29 @@ final class WritePacer {
         if let budget { walPacer?.bytesPerSecond = budget.bytesPerSecond }
     }
 
-    /// WAL that requests a checkpoint (`max_wal_size ÷ (1 + checkpoint_completion_target)`),
-    /// read at the first probe; `0` when it could not be read (no cap then).
-    private var checkpointDistance: Int64?
+    /// WAL that requests a checkpoint (`max_wal_size ÷ (1 + checkpoint_completion_target)`)
+    /// and the spacing `checkpoint_spacing` asks for on this server, read at the first
+    /// probe; a distance of `0` when it could not be read (no cap then).
+    private var checkpoints: (distance: Int64, spacing: Duration)?
 
     /// The rate `WriteBudget.checkpointCap` allows now, from the WAL written since the
     /// latest checkpoint's redo point (`pg_control_checkpoint()`, which any role may call
     /// on PostgreSQL 15). `nil` when it cannot be read, or with `checkpoint_spacing = ""`
     /// (then nothing is read).
     private func checkpointCap(on connection: Connection) -> Int64? {
-        guard let spacing = job.checkpointSpacing else { return nil }
-        if checkpointDistance == nil {
-            checkpointDistance =
-                (try? connection.query(
-                    """
-                    SELECT (pg_size_bytes(current_setting('max_wal_size'))
-                            / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
-                    """
-                ).first?.int64("distance")) ?? 0
+        guard let setting = job.checkpointSpacing else { return nil }
+        if checkpoints == nil {
+            let row = try? connection.query(
+                """
+                SELECT pg_size_bytes(current_setting('max_wal_size')) AS max_wal_size,
+                       (pg_size_bytes(current_setting('max_wal_size'))
+                        / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                """
+            ).first
+            let maxWALSize = row?.int64("max_wal_size") ?? 0
+            checkpoints = (row?.int64("distance") ?? 0, setting.duration(maxWALSize: maxWALSize))
         }
-        guard let distance = checkpointDistance, distance > 0,
+        guard let (distance, spacing) = checkpoints, distance > 0,
             let written = try? connection.query(
                 """
                 SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
@@ -284,15 +287,16 @@ struct WriteBudget {
     /// what requests a checkpoint, this backlog will force checkpoints. Each one makes
     /// the app's next change of every page it touches a full page image, and writes out
     /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
-    /// them at least `spacing` apart (`checkpoint_spacing`, 10 s: 13.5 MB/s at
-    /// `max_wal_size = 256MB`, 54 MB/s at 1GB). Below half the distance, no cap: a
-    /// backlog that fits stays fast.
+    /// them at least `spacing` apart (`checkpoint_spacing`, by default 10 s at
+    /// `max_wal_size = 256MB`, 13.5 MB/s, and 3 s at 1GB, 180 MB/s:
+    /// `CheckpointSpacing.scaled`). Below half the distance, no cap: a backlog that
+    /// fits stays fast.
     /// When the run knows the WAL it has `remaining`, the cap waits until that no
     /// longer fits before the distance: a backlog that will not force a checkpoint
     /// is not slowed for one.
     static func checkpointCap(
         writtenSinceRedo written: Int64, checkpointDistance distance: Int64, remaining: Int64? = nil,
-        spacing: Duration = ConfigurationLoader.defaultCheckpointSpacing
+        spacing: Duration = CheckpointSpacing.atSmallestServers
     ) -> Int64? {
         guard distance > 0, written >= distance / 2 else { return nil }
         if let remaining, written + remaining < distance { return nil }

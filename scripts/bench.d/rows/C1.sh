@@ -29,21 +29,26 @@ c1_sampler() {
     done >>"$1"
 }
 
-# c1_config FILE DB VARIANT: expire-content's configuration for a C1 variant (see --help).
+# c1_config FILE DB VARIANT: expire-content's configuration for a C1 variant (see --help);
+# parts joined by "+" combine (compress+spacing=4s).
 c1_config() {
-    local extra=() worker=""
-    case $3 in
-        default) ;;
-        low-footprint) worker=$'[worker]\nlow_footprint = true\n' ;;
-        unthrottled) extra=('max_wal_rate = ""' 'synchronous_commit = true') ;;
-        sync) extra=('synchronous_commit = true') ;;
-        compress) extra=('compress_wal = true') ;;
-        rate=*) extra=("max_wal_rate = \"${3#rate=}/s\"") ;;
-        fixed=*) extra=("max_wal_rate = \"${3#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
-        slowdown=*) extra=("max_commit_slowdown = \"${3#slowdown=}%\"") ;;
-        spacing=*) extra=("checkpoint_spacing = \"${3#spacing=}\"") ;;
-        *) echo "scripts/bench: unknown C1 variant $3 (see --help)" >&2; exit 64 ;;
-    esac
+    local extra=() worker="" part
+    local IFS=+
+    for part in $3; do
+        case $part in
+            default) ;;
+            low-footprint) worker=$'[worker]\nlow_footprint = true\n' ;;
+            unthrottled) extra+=('max_wal_rate = ""' 'synchronous_commit = true') ;;
+            sync) extra+=('synchronous_commit = true') ;;
+            compress) extra+=('compress_wal = true') ;;
+            rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
+            fixed=*) extra+=("max_wal_rate = \"${part#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
+            slowdown=*) extra+=("max_commit_slowdown = \"${part#slowdown=}%\"") ;;
+            spacing=*) extra+=("checkpoint_spacing = \"${part#spacing=}\"") ;;
+            *) echo "scripts/bench: unknown C1 variant $part (see --help)" >&2; exit 64 ;;
+        esac
+    done
+    unset IFS
     config "$1" "$2" <<TOML
 $worker
 [jobs.expire-content]
