@@ -61,6 +61,9 @@ import Testing
             #expect(left.name == right.name)
             #expect(left.schedule == right.schedule)
             #expect(left.batchSize == right.batchSize)
+            #expect(left.maxWALRate == right.maxWALRate && left.maxCommitSlowdown == right.maxCommitSlowdown)
+            #expect(left.checkpointSpacing == right.checkpointSpacing, "\(left.name)")
+            #expect(left.maxReplicaLag == right.maxReplicaLag && left.synchronousCommit == right.synchronousCommit)
         }
     }
 
