@@ -15,7 +15,8 @@ import Postgres
 /// while a statement waits for a lock, every later write to that table queues
 /// behind it, so one long app transaction would otherwise stall the whole app for
 /// as long as it lasts. It rolls back, pauses and tries again until `lockWait` has
-/// passed, then fails with `MigrationError.lockWaitExpired` (exit 75: try again).
+/// passed (for each migration), then throws a `MigrationError` whose `lockWait` says
+/// so (`caretaker migrate` exits 75: try again).
 public struct Migrator: Sendable {
     public let appSchema: String
     /// How long `migrate` keeps trying to take a migration's locks before it gives up.

@@ -91,8 +91,8 @@ enum TimelineChart {
         let right = skipped ? left + 2 : max(x(mark.lastFinishedAt ?? now), left + 2)
         let y = skipped ? top + rowHeight / 2 : top + 4
         let height = skipped ? rowHeight / 2 - 2 : rowHeight - 8
-        let title =
-            "\(mark.runs) runs \(run.status) from \(HTML.time(run.startedAt)) to \(HTML.time(mark.lastStartedAt))"
+        let what = skipped ? "slots skipped" : "runs \(run.status)"
+        let title = "\(mark.runs) \(what) from \(HTML.time(run.startedAt)) to \(HTML.time(mark.lastStartedAt))"
         return
             "<a href=\"/jobs/\(HTML.urlComponent(run.job))?status=\(HTML.urlComponent(run.status))&amp;range=\(window.rawValue)\"><rect class=\"mark s-\(HTML.escape(run.status)) crowded\" data-runs=\"\(mark.runs)\" x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(right - left))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
     }
