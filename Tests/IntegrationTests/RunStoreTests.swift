@@ -102,7 +102,7 @@ import Testing
         #expect(ended(at: try now() - 0.001))
     }
 
-    @Test("finishing a run with releasingLock lets go of the job's lock in that statement, after finished_at")
+    @Test("finishing a run with releasingLock lets go of the job's lock in that statement; without, the lock stays")
     func finishReleasesLock() throws {
         let db = try TestDatabase()
         let store = RunStore(db.connection)
