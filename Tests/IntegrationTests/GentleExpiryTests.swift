@@ -156,7 +156,7 @@ import Testing
                     TRUNCATE seen;
                     INSERT INTO posts (pack_id, likes, created_at, body)
                     SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days', repeat('post body ', 12)
-                    FROM generate_series(1, 300000);
+                    FROM generate_series(1, 150000);
                     """)
             try db.connection.query("VACUUM ANALYZE posts")
             let conninfo = TemporaryPostgres.shared.conninfo(database: db.name).replacing(
