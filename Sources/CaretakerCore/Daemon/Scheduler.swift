@@ -233,15 +233,21 @@ struct Scheduler {
     /// replaces it as usual, and this one is recorded `skipped` for want of a place.
     mutating func previousRunEnded(before skip: PendingSkip) {
         guard var state = states[skip.job.name] else { return }
-        if let waiting = state.queued?.slot {
-            let (older, newer) = waiting < skip.slot ? (waiting, skip.slot) : (skip.slot, waiting)
-            pendingSkips.append(PendingSkip(job: skip.job, slot: older, reason: .noFreePlace))
-            state.queued = JobRunner.Request(job: skip.job, trigger: .schedule, slot: newer)
-        } else {
-            state.queued = JobRunner.Request(job: skip.job, trigger: .schedule, slot: skip.slot)
-        }
-        state.failedAttempts = 0
+        queueSlot(skip.slot, of: skip.job, in: &state)
         states[skip.job.name] = state
+    }
+
+    /// Queues `slot` of `job` to run. A scheduled slot already waiting for a place
+    /// is replaced by the newer of the two, and the older is recorded `skipped`
+    /// (no free place): one run per slot, every slot on record.
+    private mutating func queueSlot(_ slot: Date, of job: JobConfiguration, in state: inout JobState) {
+        var newest = slot
+        if let waiting = state.queued?.slot {
+            pendingSkips.append(PendingSkip(job: job, slot: min(waiting, slot), reason: .noFreePlace))
+            newest = max(waiting, slot)
+        }
+        state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: newest)
+        state.failedAttempts = 0
     }
 
     /// The database failed while recording these skipped slots: they wait for the next dispatch.
@@ -262,12 +268,8 @@ struct Scheduler {
                 pendingSkips.append(PendingSkip(job: job, slot: latest, reason: .previousRunStillGoing))
                 return
             }
-            if let waiting = state.queued?.slot {
-                // Its run never found a free place: the newer slot replaces it, on record.
-                pendingSkips.append(PendingSkip(job: job, slot: waiting, reason: .noFreePlace))
-            }
-            state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: latest)
-            state.failedAttempts = 0
+            // A slot still waiting never found a free place: this newer one replaces it, on record.
+            queueSlot(latest, of: job, in: &state)
         }
         guard !state.running, state.queued == nil else { return }
         if let retry = state.retry, retry.at <= now {

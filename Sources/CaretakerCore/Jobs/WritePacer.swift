@@ -114,9 +114,9 @@ final class WritePacer {
         if checkpoints == nil {
             let row = try? connection.query(
                 """
-                SELECT pg_size_bytes(current_setting('max_wal_size')) AS max_wal_size,
-                       (pg_size_bytes(current_setting('max_wal_size'))
-                        / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                SELECT size AS max_wal_size,
+                       (size / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+                FROM pg_size_bytes(current_setting('max_wal_size')) AS size
                 """
             ).first
             let maxWALSize = row?.int64("max_wal_size") ?? 0

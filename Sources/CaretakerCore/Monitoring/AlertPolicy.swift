@@ -31,7 +31,7 @@ public enum AlertPolicy {
     /// blocked run after run). A job with no finished run yet is judged too: its
     /// health gives it `stale_after` from when caretaker first saw it, and past that
     /// (a first run that hangs, slots only ever skipped) it is an incident to mail.
-    public static func condition(of job: HistoryReadings.Job) -> Condition? {
+    public static func condition(of job: HistoryReadings.Job) -> Condition {
         job.health.healthy ? .healthy : .unhealthy(cause: job.health.reason)
     }
 

@@ -71,8 +71,7 @@ enum TimelineChart {
         let skipped = run.status == "skipped"
         let seconds = (run.finishedAt ?? now).timeIntervalSince(run.startedAt)
         let width = skipped ? 2 : min(max(2, seconds / span * plotWidth), labelWidth + plotWidth - x + 2)
-        let y = skipped ? top + rowHeight / 2 : top + 4
-        let height = skipped ? rowHeight / 2 - 2 : rowHeight - 8
+        let (y, height) = band(skipped: skipped, top: top)
         var title = "#\(run.id) \(run.status) (\(run.trigger)) at \(HTML.time(run.startedAt))"
         if !skipped, let duration = run.duration { title += ", \(HTML.duration(duration))" }
         if let error = run.error { title += ": \(error.prefix(200))" }
@@ -89,12 +88,16 @@ enum TimelineChart {
         let skipped = run.status == "skipped"
         let left = x(run.startedAt)
         let right = skipped ? left + 2 : max(x(mark.lastFinishedAt ?? now), left + 2)
-        let y = skipped ? top + rowHeight / 2 : top + 4
-        let height = skipped ? rowHeight / 2 - 2 : rowHeight - 8
+        let (y, height) = band(skipped: skipped, top: top)
         let what = skipped ? "slots skipped" : "runs \(run.status)"
         let title = "\(mark.runs) \(what) from \(HTML.time(run.startedAt)) to \(HTML.time(mark.lastStartedAt))"
         return
             "<a href=\"/jobs/\(HTML.urlComponent(run.job))?status=\(HTML.urlComponent(run.status))&amp;range=\(window.rawValue)\"><rect class=\"mark s-\(HTML.escape(run.status)) crowded\" data-runs=\"\(mark.runs)\" x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(right - left))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
+    }
+
+    /// Where a mark sits in its row: a skipped slot is a short tick in the lower half, a run fills the row.
+    private static func band(skipped: Bool, top: Double) -> (y: Double, height: Double) {
+        skipped ? (top + rowHeight / 2, rowHeight / 2 - 2) : (top + 4, rowHeight - 8)
     }
 
     /// Ticks every three hours over a day, every midnight (UTC) over a week.
