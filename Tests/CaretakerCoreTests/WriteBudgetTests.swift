@@ -101,19 +101,18 @@ import Testing
                 == Int64(Double(distance) / 4))
     }
 
-    @Test(
-        "checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, shorter in proportion above, never under 3 s"
-    )
+    @Test("checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, 2 s at 1GB and above, geometric between")
     func scaledSpacing() {
         func spacing(_ megabytes: Int64) -> Duration { CheckpointSpacing.scaled(maxWALSize: megabytes * mb) }
+        #expect(spacing(0) == .seconds(10))
         #expect(spacing(32) == .seconds(10))
         #expect(spacing(256) == .seconds(10))
-        #expect(spacing(512) == .seconds(5))
-        #expect(spacing(640) == .seconds(4))
-        #expect(spacing(853) == .milliseconds(3001))
-        #expect(spacing(1024) == .seconds(3))
-        #expect(spacing(16 * 1024) == .seconds(3))
-        #expect(CheckpointSpacing.scaled.duration(maxWALSize: 512 * mb) == .seconds(5))
+        #expect(spacing(257) == .milliseconds(9_955))
+        #expect(spacing(512) == .milliseconds(4_472))
+        #expect(spacing(1023) == .milliseconds(2_002))
+        #expect(spacing(1024) == .seconds(2))
+        #expect(spacing(16 * 1024) == .seconds(2))
+        #expect(CheckpointSpacing.scaled.duration(maxWALSize: 512 * mb) == .milliseconds(4_472))
         #expect(CheckpointSpacing.every(.seconds(7)).duration(maxWALSize: 512 * mb) == .seconds(7))
     }
 

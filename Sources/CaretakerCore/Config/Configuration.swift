@@ -3,6 +3,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything `jobs.toml` says, with defaults filled in and validated.
 public struct Configuration: Sendable {
@@ -144,24 +147,27 @@ public enum CheckpointSpacing: Sendable, Equatable {
     /// A duration the operator chose.
     case every(Duration)
 
-    /// The spacing at `max_wal_size = 256MB`, a small machine's setting.
+    /// The spacing at `max_wal_size = 256MB` (and below), a small machine's setting.
     public static let atSmallestServers: Duration = .seconds(10)
-    /// The shortest spacing `.scaled` gives.
-    public static let shortest: Duration = .seconds(3)
+    /// The spacing at `max_wal_size = 1GB` (PostgreSQL's default) and above.
+    public static let shortest: Duration = .seconds(2)
 
-    /// 10 s at `max_wal_size = 256MB` (and below), shorter in proportion to a larger
-    /// `max_wal_size`, never under 3 s: 5 s at 512MB, 3 s from about 850MB up.
+    /// 10 s at `max_wal_size = 256MB` and below, 2 s at 1GB and above, and in between
+    /// shorter by the same factor for each step up in size (geometrically: 4.5 s at 512MB).
     ///
-    /// Measured (BENCHMARKS.md, issue 13 part 5): at 256MB with a standby, 3–4 s
-    /// took the app's p99 past 2× where 10 s kept it at 1.7×; at 1GB, a 5M backlog
-    /// at 10 s went at 0.24–0.31× the DELETE's rows/s, at 3 s at 0.50–0.80× with the
-    /// app's p99 within 2× in two runs of three (10 s: three of four). A server set up
-    /// with a larger `max_wal_size` takes more WAL between checkpoints, and a large
-    /// backlog must still go in reasonable time there.
+    /// Measured (BENCHMARKS.md, issue 13 parts 5 and 6): at 256MB with a standby, 3–4 s
+    /// took the app's p99 past 2× where 10 s kept it at 1.5–1.7×; at 1GB a 5M backlog
+    /// went at 0.37–0.43× the DELETE's rows/s with 3 s, at 0.58–0.59× with 2 s and the
+    /// app's p99 at 1.7×. A server set up with a larger `max_wal_size` takes more WAL
+    /// between checkpoints, and a large backlog must still go in reasonable time there.
     public static func scaled(maxWALSize bytes: Int64) -> Duration {
         let smallServer = 256.0 * 1024 * 1024
-        let seconds = atSmallestServers.seconds * smallServer / Double(max(bytes, 1))
-        return .milliseconds(Int64((min(max(seconds, shortest.seconds), atSmallestServers.seconds) * 1000).rounded()))
+        let largeServer = 1024.0 * 1024 * 1024
+        let size = min(max(Double(bytes), smallServer), largeServer)
+        // log(size ÷ 256MB) ÷ log(1GB ÷ 256MB): 0 at 256MB, 1 at 1GB.
+        let step = log(size / smallServer) / log(largeServer / smallServer)
+        let seconds = atSmallestServers.seconds * pow(shortest.seconds / atSmallestServers.seconds, step)
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// The spacing on a server whose `max_wal_size` is `bytes`.

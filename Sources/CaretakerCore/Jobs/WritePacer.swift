@@ -288,7 +288,7 @@ struct WriteBudget {
     /// the app's next change of every page it touches a full page image, and writes out
     /// the dirty buffers, so what hurts the app is how often they come: the cap keeps
     /// them at least `spacing` apart (`checkpoint_spacing`, by default 10 s at
-    /// `max_wal_size = 256MB`, 13.5 MB/s, and 3 s at 1GB, 180 MB/s:
+    /// `max_wal_size = 256MB`, 13.5 MB/s, and 2 s at 1GB, 270 MB/s:
     /// `CheckpointSpacing.scaled`). Below half the distance, no cap: a backlog that
     /// fits stays fast.
     /// When the run knows the WAL it has `remaining`, the cap waits until that no
