@@ -101,7 +101,9 @@ import Testing
                 == Int64(Double(distance) / 4))
     }
 
-    @Test("checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, 2 s at 1GB and above, geometric between")
+    @Test(
+        "checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, 2 s at 1GB and above, geometric between"
+    )
     func scaledSpacing() {
         func spacing(_ megabytes: Int64) -> Duration { CheckpointSpacing.scaled(maxWALSize: megabytes * mb) }
         #expect(spacing(0) == .seconds(10))
