@@ -118,20 +118,6 @@ import Testing
         #expect(CheckpointSpacing.every(.seconds(7)).duration(maxWALSize: 512 * mb) == .seconds(7))
     }
 
-    @Test("between batches the commit probe and the look at the standbys come at most every 100 ms, the first at once")
-    func looksAreSpaced() {
-        let now = ContinuousClock.now
-        func looks(_ probe: WritePacer.Look, _ standbys: WritePacer.Look) -> [Bool] {
-            let due = WritePacer.looks(lastProbe: probe, lastReplicaCheck: standbys, now: now)
-            return [due.probeCommit, due.askStandbys]
-        }
-        #expect(looks(.at(nil), .at(nil)) == [true, true])
-        #expect(looks(.at(now - .milliseconds(99)), .at(now - .milliseconds(99))) == [false, false])
-        #expect(looks(.at(now - .milliseconds(100)), .at(now - .milliseconds(30))) == [true, false])
-        #expect(looks(.at(now - .milliseconds(30)), .at(now - .milliseconds(100))) == [false, true])
-        #expect(looks(.never, .never) == [false, false])
-    }
-
     @Test("the cap holds the rate below the AIMD rate while it applies; lifted, the AIMD rate stands")
     func capAndAIMD() {
         var budget = WriteBudget(ceiling: 128 * mb, slowdownPercent: 100)

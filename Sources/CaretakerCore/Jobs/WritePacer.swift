@@ -37,8 +37,6 @@ final class WritePacer {
     /// The rate the WAL budget follows, when it adapts (`max_commit_slowdown`).
     private var budget: WriteBudget?
     private var lastProbe: ContinuousClock.Instant?
-    /// When the standbys' replay lag was last asked (`max_replica_lag`).
-    private var lastReplicaCheck: ContinuousClock.Instant?
     /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
     private var walEnd: Int64 = 0
     private var throttled: Duration = .zero
@@ -63,23 +61,16 @@ final class WritePacer {
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
     /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
     /// while a streaming standby replays further behind than `max_replica_lag`,
-    /// until it has replayed the latest batch. The standbys are asked at most every
-    /// `replicaPoll` too: a sweep's ranges take 2–5 ms, and a query of
-    /// `pg_stat_replication` after each one cost the sweep about a tenth of its pace,
-    /// where a standby can fall only 100 ms further behind between two looks.
+    /// until it has replayed the latest batch.
     func pause(on connection: Connection, shouldStop: () -> Bool) {
         let owed = walPacer?.pause(at: .now) ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
         let pause = max(job.batchPause, owed)
         if pause > .zero { OSThread.sleep(for: pause) }
-        let looks = Self.looks(
-            lastProbe: budget == nil ? .never : .at(lastProbe),
-            lastReplicaCheck: job.maxReplicaLag == nil ? .never : .at(lastReplicaCheck))
-        if looks.probeCommit { probeCommit(on: connection) }
-        if looks.askStandbys, let limit = job.maxReplicaLag {
-            waitForReplicas(limit, on: connection, shouldStop: shouldStop)
-            lastReplicaCheck = .now
+        if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
+            probeCommit(on: connection)
         }
+        if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
     }
 
     /// Times what a commit costs now, as an app's would: a transaction that takes an
@@ -145,33 +136,8 @@ final class WritePacer {
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
     static let commitProbe = "SELECT set_config('synchronous_commit', 'on', true), txid_current()"
 
-    /// How often the standbys are asked: between batches while none lags, and while one does.
+    /// How often a lagging standby is asked again.
     static let replicaPoll: Duration = .milliseconds(100)
-
-    /// A look the pacer takes between batches: `.never` when the job does not take it
-    /// (no adaptive budget, no `max_replica_lag`), else when it was last taken (`nil`: not yet).
-    enum Look: Equatable {
-        case never
-        case at(ContinuousClock.Instant?)
-
-        func isDue(every interval: Duration, now: ContinuousClock.Instant) -> Bool {
-            switch self {
-            case .never: false
-            case .at(let last): last.map { now - $0 >= interval } ?? true
-            }
-        }
-    }
-
-    /// Which looks are due between two batches at `now`: the commit probe every
-    /// `WriteBudget.probeInterval`, the standbys every `replicaPoll`.
-    static func looks(
-        lastProbe: Look, lastReplicaCheck: Look, now: ContinuousClock.Instant = .now
-    ) -> (probeCommit: Bool, askStandbys: Bool) {
-        (
-            lastProbe.isDue(every: WriteBudget.probeInterval, now: now),
-            lastReplicaCheck.isDue(every: replicaPoll, now: now)
-        )
-    }
 
     /// Polls `pg_stat_replication` until no standby both reports a replay lag over
     /// `limit` and has yet to replay the latest batch (a standby that caught up
