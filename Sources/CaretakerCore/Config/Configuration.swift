@@ -157,8 +157,8 @@ public enum CheckpointSpacing: Sendable, Equatable {
     ///
     /// Measured (BENCHMARKS.md, issue 13 parts 5 and 6): at 256MB with a standby, 3–4 s
     /// took the app's p99 past 2× where 10 s kept it at 1.5–1.7×; at 1GB a 5M backlog
-    /// went at 0.37–0.43× the DELETE's rows/s with 3 s, at 0.48–0.50× with 2 s, the
-    /// app's p99 at 1.5–1.9× with either. A server set up with a larger `max_wal_size`
+    /// went at 0.37–0.45× the DELETE's rows/s with 3 s, at 0.48–0.53× with 2 s, the
+    /// app's p99 at 1.4–2.2× with either. A server set up with a larger `max_wal_size`
     /// takes more WAL between checkpoints, and a large backlog must still go in
     /// reasonable time there.
     public static func scaled(maxWALSize bytes: Int64) -> Duration {
