@@ -41,21 +41,29 @@ out.append(f'<text transform="translate(16,{top + ph / 2}) rotate(-90)" text-anc
 # Targets: p99 ratio ≤ 2, rows/s ≥ half the single DELETE's.
 out.append(f'<line x1="{left}" x2="{left + pw}" y1="{ly(2):.1f}" y2="{ly(2):.1f}" stroke="#c00" stroke-dasharray="6,4"/>')
 out.append(f'<text x="{left + pw - 4}" y="{ly(2) - 4:.1f}" text-anchor="end" fill="#c00">target ≤ 2×</text>')
-deletes = [p for p in points if p[0] == "single DELETE"]
+deletes = sorted(p[2] for p in points if p[0] == "single DELETE")
 if deletes:
-    half = deletes[0][2] / 2
+    # Several runs (--c1-runs): the line stands at half the median DELETE's rows/s.
+    half = deletes[len(deletes) // 2] / 2
     out.append(f'<line x1="{lx(half):.1f}" x2="{lx(half):.1f}" y1="{top}" y2="{top + ph}" stroke="#c00" stroke-dasharray="6,4"/>')
-    out.append(f'<text x="{lx(half) + 4:.1f}" y="{top + 14}" fill="#c00">½ DELETE rows/s</text>')
+    median = " (median)" if len(deletes) > 1 else ""
+    out.append(f'<text x="{lx(half) + 4:.1f}" y="{top + 14}" fill="#c00">½ DELETE rows/s{median}</text>')
+# One colour and one legend line per way of expiring, whatever the number of runs.
 colours = ["#000", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
-for i, (label, ratio, rate) in enumerate(points):
-    c = colours[i % len(colours)]
-    shape = (f'<rect x="{lx(rate) - 5:.1f}" y="{ly(ratio) - 5:.1f}" width="10" height="10" fill="{c}"/>' if label.startswith("single DELETE")
-             else f'<circle cx="{lx(rate):.1f}" cy="{ly(ratio):.1f}" r="5" fill="{c}"/>')
-    out.append(shape)
+labels = list(dict.fromkeys(p[0] for p in points))
+colour = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+marker = lambda label, x, y, c: (f'<rect x="{x - 5:.1f}" y="{y - 5:.1f}" width="10" height="10" fill="{c}"/>'
+                                 if label.startswith("single DELETE") else f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{c}"/>')
+for label, ratio, rate in points:
+    out.append(marker(label, lx(rate), ly(ratio), colour[label]))
+for i, label in enumerate(labels):
+    runs = [p for p in points if p[0] == label]
     ly_legend = top + 10 + 18 * i
-    out.append(f'<rect x="{W - right + 11}" y="{ly_legend - 5}" width="10" height="10" fill="{c}"/>' if label.startswith("single DELETE")
-               else f'<circle cx="{W - right + 16}" cy="{ly_legend}" r="5" fill="{c}"/>')
-    out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratio:.2f}×, {rate:.0f}k/s</text>')
+    out.append(marker(label, W - right + 16, ly_legend, colour[label]))
+    ratios = ", ".join(f"{r:.2f}×" for _, r, _ in runs)
+    rates = sorted(x for _, _, x in runs)
+    rate_text = f"{rates[0]:.0f}k/s" if len(rates) == 1 else f"{rates[0]:.0f}–{rates[-1]:.0f}k/s"
+    out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratios}; {rate_text}</text>')
 out.append('</svg>')
 with open(sys.argv[2], "w") as f:
     f.write("\n".join(out) + "\n")
