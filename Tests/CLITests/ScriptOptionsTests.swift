@@ -63,6 +63,38 @@ import Glibc
         #expect(usage.contains("--only LIST         rows to run, e.g. E1,E2,C1 (default: all of \(Self.benchRows))"))
     }
 
+    @Test(
+        "scripts/bench's C1 chart: one colour and legend line per way of expiring, the target at half the median DELETE"
+    )
+    func tradeoffChart() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-chart-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try """
+        single DELETE\t40\t1000000
+        caretaker (defaults)\t1.5\t500000
+        single DELETE\t50\t1400000
+        caretaker (defaults)\t2.5\t600000
+        single DELETE\t60\t1200000
+
+        """.write(toFile: directory + "/points.tsv", atomically: true, encoding: .utf8)
+        let status = try ChildProcess.run(
+            [
+                "/usr/bin/python3", try Repository.file("scripts/bench.d/tradeoff_svg.py"), directory + "/points.tsv",
+                directory + "/chart.svg", "a title",
+            ], logPath: directory + "/log")
+        #expect(status == 0)
+        let svg = try String(contentsOfFile: directory + "/chart.svg", encoding: .utf8)
+        #expect(svg.contains(">single DELETE: 40.00×, 50.00×, 60.00×; 1000–1400k/s</text>"))
+        #expect(svg.contains(">caretaker (defaults): 1.50×, 2.50×; 500–600k/s</text>"))
+        #expect(svg.components(separatedBy: "fill=\"#1f77b4\"").count - 1 == 3, "two points and one legend mark")
+        // The median DELETE went at 1200k rows/s: the line stands at 600k, drawn where
+        // the 600k point is (x_max is 1.1 × 1400k over a plot 480 px wide from x = 70).
+        let x = 70 + 480 * 600.0 / (1400.0 * 1.1)
+        #expect(svg.contains("<line x1=\"\(String(format: "%.1f", x))\" x2=\"\(String(format: "%.1f", x))\""), "\(svg)")
+        #expect(svg.contains("½ DELETE rows/s (median)"))
+    }
+
     @Test("scripts/soak --faults refuses an unknown fault kind")
     func soakUnknownFault() async throws {
         let result = try await refusal("soak", ["--faults", "kill-9,power-cut"])

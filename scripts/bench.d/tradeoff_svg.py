@@ -4,7 +4,7 @@ point per way of expiring the backlog. Plain Python, no plotting library.
 Usage: tradeoff_svg.py POINTS.tsv OUT.svg TITLE
 POINTS.tsv: label, p99 ratio, rows/s (tab-separated); a label "single DELETE"
 also draws the line at half its rows/s (the throughput target)."""
-import html, math, sys
+import html, math, statistics, sys
 
 points = []
 with open(sys.argv[1]) as f:
@@ -44,7 +44,7 @@ out.append(f'<text x="{left + pw - 4}" y="{ly(2) - 4:.1f}" text-anchor="end" fil
 deletes = sorted(p[2] for p in points if p[0] == "single DELETE")
 if deletes:
     # Several runs (--c1-runs): the line stands at half the median DELETE's rows/s.
-    half = deletes[len(deletes) // 2] / 2
+    half = statistics.median(deletes) / 2
     out.append(f'<line x1="{lx(half):.1f}" x2="{lx(half):.1f}" y1="{top}" y2="{top + ph}" stroke="#c00" stroke-dasharray="6,4"/>')
     median = " (median)" if len(deletes) > 1 else ""
     out.append(f'<text x="{lx(half) + 4:.1f}" y="{top + 14}" fill="#c00">½ DELETE rows/s{median}</text>')
