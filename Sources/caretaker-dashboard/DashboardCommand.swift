@@ -17,11 +17,7 @@ struct DashboardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "caretaker dashboard",
         abstract: "Serve a read-only web dashboard of the jobs and their run history.",
-        discussion: """
-            Listens on 127.0.0.1:8080 unless --listen or [dashboard] listen says otherwise. \
-            Set [dashboard] username and password_file before listening beyond loopback. \
-            Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen, 64 bad usage, 69 database unavailable at start, 78 bad configuration.
-            """,
+        discussion: DashboardOptions.helpDiscussion(),
         version: caretakerVersion)
 
     @Option(name: .long, help: "Path of jobs.toml (else $CARETAKER_CONFIG, ./jobs.toml, /etc/caretaker/jobs.toml).")

@@ -16,16 +16,9 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Serve a read-only web dashboard of the jobs and their run history.",
             discussion: """
-                Runs caretaker-dashboard from the directory of this binary. Listens on 127.0.0.1:8080 unless \
-                --listen or [dashboard] listen says otherwise. Set [dashboard] username and password_file \
-                before listening beyond loopback. \(Self.exitStatus)
+                Runs caretaker-dashboard from the directory of this binary. \
+                \(DashboardOptions.helpDiscussion(launcher: true))
                 """)
-
-        /// The exit statuses of `caretaker-dashboard`, which this command becomes (`execv`).
-        static let exitStatus = """
-            Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen, 64 bad usage, 69 database unavailable at start \
-            (or the caretaker-dashboard binary missing), 78 bad configuration.
-            """
 
         @Option(name: .long, help: "Path of jobs.toml (else $CARETAKER_CONFIG, ./jobs.toml, /etc/caretaker/jobs.toml).")
         var config: String?

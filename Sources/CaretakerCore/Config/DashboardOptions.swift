@@ -9,6 +9,18 @@ public struct DashboardOptions: Sendable {
 
     /// Name of the systemd credential read when `password_file` is empty.
     public static let passwordCredential = "dashboard-password"
+
+    /// What `caretaker-dashboard --help` says beyond its options, and `caretaker dashboard
+    /// --help` too, which becomes it (`execv`); `launcher` adds what the launcher itself
+    /// may fail on.
+    public static func helpDiscussion(launcher: Bool = false) -> String {
+        """
+        Listens on \(ListenAddress.defaultDashboard) unless --listen or [dashboard] listen says otherwise. \
+        Set [dashboard] username and password_file before listening beyond loopback. \
+        Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen, 64 bad usage, 69 database unavailable at start\
+        \(launcher ? " (or the caretaker-dashboard binary missing)" : ""), 78 bad configuration.
+        """
+    }
 }
 
 /// A `HOST:PORT` to listen on: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:8080`.
