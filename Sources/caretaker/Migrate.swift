@@ -63,13 +63,17 @@ extension Caretaker {
             if dryRun {
                 print("would run:")
                 for statement in grants.statements(role: role) { print("  \(statement);") }
+                print("and, as a superuser on PostgreSQL 15 or later:")
+                for statement in grants.parameterStatements(role: role) { print("  \(statement);") }
                 return
             }
+            let notes: [String]
             do {
-                try grants.apply(role: role, on: connection)
+                notes = try grants.apply(role: role, on: connection)
             } catch let error as GrantError {
                 throw Failure(.usage, error.description)
             }
+            for note in notes { print("note: \(note)") }
             let scope =
                 grants.jobs.isEmpty
                 ? "on caretaker's tables (no built-in job is enabled)"

@@ -99,7 +99,7 @@ import Testing
             Issue.record("wrong settings")
             return
         }
-        #expect(!expiry.compressWAL)
+        #expect(expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))

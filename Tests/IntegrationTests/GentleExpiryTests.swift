@@ -132,7 +132,7 @@ import Testing
     }
 
     @Test(
-        "with compress_wal, a sweep compresses its full page images when the role may set wal_compression, and only then"
+        "compress_wal (on by default): a sweep compresses its full page images with lz4 when the role may set wal_compression, and only then"
     )
     func walCompression() throws {
         let db = try TestDatabase()
@@ -150,7 +150,7 @@ import Testing
                 GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
                 """)
         /// A backlog large enough for the sweep; the settings its DELETEs ran with.
-        func sweep(as user: String, compress: Bool = true) throws -> [String] {
+        func sweep(as user: String, compress: Bool? = nil) throws -> [String] {
             try db.connection.execute(
                 script: """
                     TRUNCATE seen;
@@ -163,13 +163,15 @@ import Testing
                 "user=postgres", with: "user=\(user)")
             let stats = try #require(
                 try Self.run(
-                    "expire-content", conninfo: conninfo, "[jobs.expire-content]\ncompress_wal = \(compress)\n"))
+                    "expire-content", conninfo: conninfo,
+                    "[jobs.expire-content]\n" + (compress.map { "compress_wal = \($0)\n" } ?? "")))
             #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
             return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
         }
         // The first batch, on the index path, comes before the sweep and its compression.
-        #expect(try sweep(as: "postgres").contains("lz4"))
-        #expect(try sweep(as: "postgres", compress: false) == ["off"], "compress_wal = false (the default)")
+        #expect(try sweep(as: "postgres").contains("lz4"), "compress_wal unset: on")
+        #expect(try sweep(as: "postgres", compress: true).contains("lz4"))
+        #expect(try sweep(as: "postgres", compress: false) == ["off"], "compress_wal = false")
         #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
         #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
@@ -217,7 +219,9 @@ import Testing
         // At 160MB/s the rate starts at 80MB/s and grows by 10MB/s a probe (every 100 ms),
         // so some probe comes between half the distance, where the cap starts, and the
         // forced checkpoint; its floor (10MB/s) is above the cap (distance ÷ 4 s, 8.4MB/s).
-        let settings = "[jobs.expire-content]\nmax_wal_rate = \"160MB/s\"\nmax_runtime = \"5m\"\n"
+        // Uncompressed full page images: compressed, the backlog would fit in one distance.
+        let uncompressed = "[jobs.expire-content]\ncompress_wal = false\n"
+        let settings = uncompressed + "max_wal_rate = \"160MB/s\"\nmax_runtime = \"5m\"\n"
         try seedBacklog()
         let spaced = try #require(
             try Self.run(
@@ -234,7 +238,7 @@ import Testing
         let scaled = try #require(
             try Self.run(
                 "expire-content", conninfo: server.conninfo(database: name),
-                "[jobs.expire-content]\nmax_wal_rate = \"160MB/s\"\nmax_runtime = \"2s\"\n"))
+                uncompressed + "max_wal_rate = \"160MB/s\"\nmax_runtime = \"2s\"\n"))
         #expect(scaled["wal_rate_lowest_kbps"] == Int(distance / 10 / 1024), "distance \(distance): \(scaled)")
         // "" lifts the cap: the rest goes at the adaptive rate, never below its floor.
         let uncapped = try #require(

@@ -169,6 +169,56 @@ import Testing
         #expect(stats["sessions_revoked"] == 1)
     }
 
+    @Test(
+        "SET on wal_compression: granted while expire-content compresses its sweep (the default), revoked when it does not; a grant made without a superuser says how to give it"
+    )
+    func walCompressionParameter() throws {
+        let db = try TestDatabase()
+        // Parameter rights are the cluster's: a role of this test's own, not the shared worker.
+        let role = "param_\(db.name)"
+        let grantor = "grantor_\(db.name)"
+        try db.connection.execute(
+            script: """
+                CREATE ROLE \(quoteIdentifier(role));
+                CREATE ROLE \(quoteIdentifier(grantor));
+                GRANT USAGE ON SCHEMA public, caretaker TO \(quoteIdentifier(grantor)) WITH GRANT OPTION;
+                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO \(quoteIdentifier(grantor)) WITH GRANT OPTION;
+                """)
+        defer {
+            _ = try? db.connection.execute(
+                script: """
+                    RESET ROLE;
+                    DROP OWNED BY \(quoteIdentifier(role)), \(quoteIdentifier(grantor));
+                    DROP ROLE \(quoteIdentifier(role)), \(quoteIdentifier(grantor));
+                    """)
+        }
+        func maySet() throws -> Bool {
+            try db.connection.query("SELECT has_parameter_privilege($1, 'wal_compression', 'SET') AS ok", role)
+                .first?.bool("ok") ?? true
+        }
+        #expect(try maySet() == false)
+        let defaults = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        #expect(defaults.parameters == ["wal_compression"])
+        #expect(try defaults.apply(role: role, on: db.connection) == [], "a superuser grants it, with no note")
+        #expect(try maySet() == true)
+        let uncompressed = RuntimeGrants(
+            appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = false\n").jobs)
+        #expect(uncompressed.parameters.isEmpty)
+        #expect(try uncompressed.apply(role: role, on: db.connection) == [])
+        #expect(try maySet() == false, "granting again with compress_wal = false revokes it")
+        // A schema owner that is no superuser grants the tables, and says what a superuser must add.
+        try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
+        let notes = try defaults.apply(role: role, on: db.connection)
+        try db.connection.execute(script: "RESET ROLE")
+        #expect(notes.count == 1)
+        #expect(
+            notes.first?.contains(
+                "\(role) may not set wal_compression (\(grantor) is not a superuser), so the page sweep writes its full page images uncompressed; a superuser can run: GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))"
+            ) == true, "\(notes)")
+        #expect(try maySet() == false)
+        #expect(try db.count("SELECT has_table_privilege($1, 'caretaker.job_runs', 'INSERT')::int", role) == 1)
+    }
+
     @Test("refuses a missing role, a superuser and the owner of the tables, saying why")
     func refusals() throws {
         let db = try TestDatabase()

@@ -62,8 +62,12 @@ conninfo() { pg_conninfo "$pgdir" "$1"; }
 sql() { local db=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 "$(conninfo "$db")" "$@"; }
 clone() { sql postgres -c "CREATE DATABASE $2 TEMPLATE $1 STRATEGY = FILE_COPY"; }
 drop() { sql postgres -c "DROP DATABASE IF EXISTS $1"; }
-# Both sides of a comparison start equal: fresh statistics and visibility map, nothing dirty.
-settle() { sql "$1" -c "VACUUM ANALYZE" -c "CHECKPOINT"; }
+# Both sides of a comparison start equal: fresh statistics and visibility map, nothing
+# dirty, and the file system settled (`sync`: the kernel's dirty pages and the journal,
+# with the discards of the copy dropped just before on a file system mounted with
+# `discard`). Without it a C1 baseline once had every app write stall for 0.2 s, a few
+# seconds in, with nothing in the server's log.
+settle() { sql "$1" -c "VACUUM ANALYZE" -c "CHECKPOINT"; sync; }
 
 # ---------------------------------------------------------------- configuration and data
 

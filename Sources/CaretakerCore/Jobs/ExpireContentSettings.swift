@@ -5,7 +5,9 @@ public struct ExpireContentSettings: Sendable {
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
     /// `compress_wal`: the page sweep compresses its full page images when the role may.
-    public var compressWAL: Bool = false
+    /// On by default: a third less WAL per row, so a backlog forces fewer checkpoints
+    /// and the app's commits flush less of the sweep's WAL (BENCHMARKS.md, issue 13 part 7).
+    public var compressWAL: Bool = true
 }
 
 extension ExpireContentSettings {

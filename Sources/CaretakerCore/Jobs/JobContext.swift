@@ -186,25 +186,23 @@ public final class JobContext: @unchecked Sendable {
     public private(set) var walCompression: String?
 
     /// For bulk work (a backlog's sweep): from now on the batches compress the full
-    /// page images they write (`wal_compression`, for their transaction only), with
-    /// `lz4` where the server has it, else `pglz`, when this role may set it (a
-    /// superuser, or `GRANT SET ON PARAMETER wal_compression` on PostgreSQL 15).
-    /// Most of a bulk delete's WAL is the first change of each page after a
-    /// checkpoint, a full image of it; compressed, the same budget deletes more.
-    /// Returns the method, or nil when none may be set (nothing changes then).
+    /// page images they write (`wal_compression = lz4`, for their transaction only),
+    /// when the server has lz4 and this role may set it (a superuser, or
+    /// `GRANT SET ON PARAMETER wal_compression` on PostgreSQL 15). Most of a bulk
+    /// delete's WAL is the first change of each page after a checkpoint, a full image
+    /// of it; lz4 writes a third less of it and costs less CPU than it saves. Not
+    /// `zstd` or `pglz`: on the bench's 4M-row DELETE zstd wrote a quarter less again
+    /// but took twice lz4's time, longer than no compression (BENCHMARKS.md, part 7).
+    /// Returns the method, or nil when it may not be set (nothing changes then).
     @discardableResult
     public func compressFullPageImages() -> String? {
         guard walCompression == nil else { return walCompression }
-        for method in ["lz4", "pglz"] {
-            guard (try? connection.query("BEGIN")) != nil else { return nil }
-            let allowed = (try? connection.query("SELECT set_config('wal_compression', $1, true)", method)) != nil
-            _ = try? connection.query("ROLLBACK")
-            if allowed {
-                walCompression = method
-                return method
-            }
-        }
-        return nil
+        let method = "lz4"
+        guard (try? connection.query("BEGIN")) != nil else { return nil }
+        let allowed = (try? connection.query("SELECT set_config('wal_compression', $1, true)", method)) != nil
+        _ = try? connection.query("ROLLBACK")
+        walCompression = allowed ? method : nil
+        return walCompression
     }
 
     private func rollingBackOnError<T>(_ body: () throws -> T) throws -> T {

@@ -32,6 +32,10 @@ public struct RuntimeGrants: Sendable {
     public let caretakerTables: [String: TablePrivileges]
     /// Tables in `appSchema`, by name; only those some enabled job touches.
     public let appTables: [String: TablePrivileges]
+    /// Server parameters the role may set for its own transactions (`GRANT SET ON
+    /// PARAMETER`, PostgreSQL 15): `wal_compression` when expire-content compresses its
+    /// sweep's full page images (`compress_wal`, on by default).
+    public let parameters: [String]
 
     /// The grants for `jobs` (only the enabled built-in ones count).
     public init(appSchema: String, jobs: [JobConfiguration]) {
@@ -39,9 +43,13 @@ public struct RuntimeGrants: Sendable {
         var caretakerTables = Self.bookkeeping
         var appTables: [String: TablePrivileges] = [:]
         var covered: [String] = []
+        var parameters: [String] = []
         for job in jobs where job.enabled {
             guard let builtIn = job.builtIn else { continue }
             covered.append(job.name)
+            if case .expireContent(let settings) = job.settings, settings.compressWAL {
+                parameters.append("wal_compression")
+            }
             for (table, privileges) in builtIn.appTablePrivileges {
                 appTables[table, default: TablePrivileges()].merge(privileges)
             }
@@ -56,7 +64,11 @@ public struct RuntimeGrants: Sendable {
         self.jobs = covered
         self.caretakerTables = caretakerTables
         self.appTables = appTables
+        self.parameters = Self.settableParameters.filter(parameters.contains)
     }
+
+    /// The parameters whose `SET` right the grant manages: revoked, then granted if needed.
+    static let settableParameters = ["wal_compression"]
 
     /// caretaker's own tables: the runner records runs, claims slots and keeps state;
     /// `check` and the daemon read the migration history; alerts keep their state.
@@ -96,12 +108,45 @@ public struct RuntimeGrants: Sendable {
         return statements
     }
 
-    /// Applies `statements(role:)` in one transaction, after checking that `role` exists
-    /// and is neither a superuser nor the owner of a table it would lose rights on.
-    public func apply(role: String, on connection: Connection) throws {
+    /// The parameter statements: a revoke of `SET` on each parameter the grant manages,
+    /// and a grant of those the enabled jobs set. Only a superuser may run them.
+    public func parameterStatements(role: String) -> [String] {
+        let grantee = quoteIdentifier(role)
+        return Self.settableParameters.map { "REVOKE SET ON PARAMETER \($0) FROM \(grantee)" }
+            + parameters.map { "GRANT SET ON PARAMETER \($0) TO \(grantee)" }
+    }
+
+    /// Applies `statements(role:)`, and `parameterStatements(role:)` when this session may
+    /// (a superuser on PostgreSQL 15 or later), in one transaction, after checking that
+    /// `role` exists and is neither a superuser nor the owner of a table it would lose
+    /// rights on. Returns a note for each parameter it could not grant, saying why and
+    /// what to do; the rest of the grant stands without it.
+    @discardableResult
+    public func apply(role: String, on connection: Connection) throws -> [String] {
         try Self.checkGrantee(role, appSchema: appSchema, on: connection)
+        let session = try connection.query(
+            """
+            SELECT current_user AS me, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
+                   current_setting('server_version_num')::int >= 150000 AS parameter_grants
+            """
+        ).first
+        let mayGrantParameters = session?.bool("superuser") == true && session?.bool("parameter_grants") == true
         try connection.withTransaction {
             for statement in statements(role: role) { try connection.execute(script: statement) }
+            if mayGrantParameters {
+                for statement in parameterStatements(role: role) { try connection.execute(script: statement) }
+            }
+        }
+        guard !mayGrantParameters else { return [] }
+        let why =
+            session?.bool("parameter_grants") == true
+            ? "\(session?["me"] ?? "this role") is not a superuser"
+            : "the server is older than PostgreSQL 15"
+        return parameters.map { parameter in
+            """
+            \(role) may not set \(parameter) (\(why)), so the page sweep writes its full page images \
+            uncompressed; a superuser can run: GRANT SET ON PARAMETER \(parameter) TO \(quoteIdentifier(role))
+            """
         }
     }
 

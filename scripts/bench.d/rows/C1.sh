@@ -41,6 +41,7 @@ c1_config() {
             unthrottled) extra+=('max_wal_rate = ""' 'synchronous_commit = true') ;;
             sync) extra+=('synchronous_commit = true') ;;
             compress) extra+=('compress_wal = true') ;;
+            nocompress) extra+=('compress_wal = false') ;;
             rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
             fixed=*) extra+=("max_wal_rate = \"${part#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
             slowdown=*) extra+=("max_commit_slowdown = \"${part#slowdown=}%\"") ;;
