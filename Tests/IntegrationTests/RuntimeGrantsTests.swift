@@ -217,6 +217,13 @@ import Testing
             ) == true, "\(notes)")
         #expect(try maySet() == false)
         #expect(try db.count("SELECT has_table_privilege($1, 'caretaker.job_runs', 'INSERT')::int", role) == 1)
+        // Once a superuser gave it, the owner's grant has nothing to add.
+        try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
+        try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
+        let none = try defaults.apply(role: role, on: db.connection)
+        try db.connection.execute(script: "RESET ROLE")
+        #expect(none == [])
+        #expect(try maySet() == true)
     }
 
     @Test("refuses a missing role, a superuser and the owner of the tables, saying why")

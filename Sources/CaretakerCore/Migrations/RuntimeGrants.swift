@@ -119,8 +119,8 @@ public struct RuntimeGrants: Sendable {
     /// Applies `statements(role:)`, and `parameterStatements(role:)` when this session may
     /// (a superuser on PostgreSQL 15 or later), in one transaction, after checking that
     /// `role` exists and is neither a superuser nor the owner of a table it would lose
-    /// rights on. Returns a note for each parameter it could not grant, saying why and
-    /// what to do; the rest of the grant stands without it.
+    /// rights on. Returns a note for each parameter it could not grant and the role may
+    /// not set already, saying why and what to do; the rest of the grant stands without it.
     @discardableResult
     public func apply(role: String, on connection: Connection) throws -> [String] {
         try Self.checkGrantee(role, appSchema: appSchema, on: connection)
@@ -138,11 +138,15 @@ public struct RuntimeGrants: Sendable {
             }
         }
         guard !mayGrantParameters else { return [] }
-        let why =
-            session?.bool("parameter_grants") == true
-            ? "\(session?["me"] ?? "this role") is not a superuser"
-            : "the server is older than PostgreSQL 15"
-        return parameters.map { parameter in
+        let parameterGrants = session?.bool("parameter_grants") == true
+        let why = parameterGrants ? "\(session?["me"] ?? "this role") is not a superuser" : "the server is older than PostgreSQL 15"
+        let missing = try parameters.filter { parameter in
+            guard parameterGrants else { return true }
+            return try connection.query(
+                "SELECT has_parameter_privilege($1, $2, 'SET') AS granted", role, parameter
+            ).first?.bool("granted") != true
+        }
+        return missing.map { parameter in
             """
             \(role) may not set \(parameter) (\(why)), so the page sweep writes its full page images \
             uncompressed; a superuser can run: GRANT SET ON PARAMETER \(parameter) TO \(quoteIdentifier(role))
