@@ -139,7 +139,9 @@ public struct RuntimeGrants: Sendable {
         }
         guard !mayGrantParameters else { return [] }
         let parameterGrants = session?.bool("parameter_grants") == true
-        let why = parameterGrants ? "\(session?["me"] ?? "this role") is not a superuser" : "the server is older than PostgreSQL 15"
+        let why =
+            parameterGrants
+            ? "\(session?["me"] ?? "this role") is not a superuser" : "the server is older than PostgreSQL 15"
         let missing = try parameters.filter { parameter in
             guard parameterGrants else { return true }
             return try connection.query(
