@@ -107,6 +107,8 @@ struct ExpireContentQueries {
     let sampleDuePosts: String
     /// The heap pages of the relation `$1` (`posts`, schema-qualified) → `pages`.
     static let heapPages = "SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint AS pages"
+    /// The server's page size, what an uncompressed full page image takes.
+    static let blockSize = "SELECT current_setting('block_size')::bigint AS block_size"
 
     init(schema s: String, settings: ExpireContentSettings) {
         lifetimeParameters = [

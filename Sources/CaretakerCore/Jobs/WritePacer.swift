@@ -58,6 +58,13 @@ final class WritePacer {
         walPacer?.spend(lastBatchWAL, at: started)
     }
 
+    /// Books `bytes` more on the WAL budget as if written by the batch that started at
+    /// `started` (nothing for zero or less, or without a budget).
+    func charge(_ bytes: Int64, from started: ContinuousClock.Instant) {
+        guard bytes > 0 else { return }
+        walPacer?.spend(bytes, at: started)
+    }
+
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
     /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
     /// while a streaming standby replays further behind than `max_replica_lag`,
@@ -193,6 +200,12 @@ extension JobContext {
     /// cannot tell), so that it caps the rate for checkpoints only when they will come.
     public func expectRemainingWAL(_ bytes: Int64?) {
         pacer.remainingWAL = bytes
+    }
+
+    /// Books `bytes` more on the WAL budget than the batches since `started` wrote, as
+    /// if they had (a compressing sweep books its uncompressed page images this way).
+    public func chargeWALBudget(_ bytes: Int64, from started: ContinuousClock.Instant) {
+        pacer.charge(bytes, from: started)
     }
 
     /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
