@@ -150,6 +150,7 @@ import Testing
                 GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
                 """)
         /// A backlog large enough for the sweep; the settings its DELETEs ran with.
+        var charged: [Int] = []
         func sweep(as user: String, compress: Bool? = nil) throws -> [String] {
             try db.connection.execute(
                 script: """
@@ -166,13 +167,23 @@ import Testing
                     "expire-content", conninfo: conninfo,
                     "[jobs.expire-content]\n" + (compress.map { "compress_wal = \($0)\n" } ?? "")))
             #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
+            // A compressing sweep books at least a full page image of each page it
+            // changed (the first batch's few pages, on the index path, are left empty).
+            charged.append(stats["wal_charged_bytes"])
+            if stats["wal_charged_bytes"] > 0 {
+                #expect(
+                    stats["wal_bytes"] + stats["wal_charged_bytes"] >= (stats["swept_pages"] - 100) * 8192,
+                    "\(stats)")
+            }
             return try db.connection.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
         }
         // The first batch, on the index path, comes before the sweep and its compression.
         #expect(try sweep(as: "postgres").contains("lz4"), "compress_wal unset: on")
         #expect(try sweep(as: "postgres", compress: true).contains("lz4"))
         #expect(try sweep(as: "postgres", compress: false) == ["off"], "compress_wal = false")
+        #expect(charged.map { $0 > 0 } == [true, true, false], "\(charged)")
         #expect(try sweep(as: role) == ["off"], "a role that may not set wal_compression")
+        #expect(charged.last == 0, "an uncompressed sweep books its WAL only: \(charged)")
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \"\(role)\"")
         #expect(try sweep(as: role).contains("lz4"), "GRANT SET ON PARAMETER wal_compression")
     }

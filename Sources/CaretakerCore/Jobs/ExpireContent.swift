@@ -75,12 +75,13 @@ struct ExpireContent: Job {
 
     /// What the full page images of a sweep range of `pages` heap pages that deleted
     /// `deleted` rows would take uncompressed, at most: one block per page changed, and
-    /// no more pages changed than rows deleted. A compressing sweep books at least this
-    /// on the WAL budget: compression then saves WAL (and the checkpoints it forces)
-    /// without speeding up a sweep the budget or the checkpoint cap holds back, whose
-    /// pace in pages is what the app feels where they bind (dirty pages to write out;
-    /// BENCHMARKS.md, issue 13 part 7: at 256MB and in low-footprint mode a compressed
-    /// sweep charged only its WAL went 1.5 times as fast, and the app's p99 rose by half).
+    /// no more pages changed than rows deleted. A compressing sweep sizes its ranges
+    /// and books the WAL budget on at least this: compression then saves WAL (and the
+    /// checkpoints it forces) without making ranges larger in pages or speeding up a
+    /// sweep the budget or the checkpoint cap holds back. Pages changed are what the
+    /// app also feels (dirty pages to write out; BENCHMARKS.md, issue 13 part 7: at
+    /// 256MB a compressed sweep sized and charged by its WAL alone went 1.5 times as
+    /// fast, and the app's p99 rose by half).
     static func uncompressedImages(pages: Int64, deleted: Int64, blockSize: Int64) -> Int64 {
         max(0, min(pages, deleted)) * blockSize
     }
@@ -367,13 +368,17 @@ private final class ExpireContentPass {
             let rangeWALBefore = context.walBytes
             let deletedBefore = counters.stats["posts_deleted"]
             let waitedForLocks = try sweepRange(from: first, to: last)
-            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: context.lastBatchWAL) }
+            // Compressing, a range is sized and charged as if it were not: the same pages
+            // per range and per second, only less WAL.
+            var wrote = context.lastBatchWAL
             if let blockSize {
                 let uncompressed = ExpireContent.uncompressedImages(
                     pages: min(last, pages) - first, deleted: Int64(counters.stats["posts_deleted"] - deletedBefore),
                     blockSize: blockSize)
                 context.chargeWALBudget(uncompressed - (context.walBytes - rangeWALBefore), from: started)
+                wrote = max(wrote, uncompressed)
             }
+            if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: wrote) }
             counters.stats.add("swept_pages", Int(min(last, pages) - first))
             first = last
             context.expectRemainingWAL(sample?.remainingWAL(after: first, wrote: context.walBytes - walBefore))

@@ -61,9 +61,13 @@ final class WritePacer {
     /// Books `bytes` more on the WAL budget as if written by the batch that started at
     /// `started` (nothing for zero or less, or without a budget).
     func charge(_ bytes: Int64, from started: ContinuousClock.Instant) {
-        guard bytes > 0 else { return }
+        guard bytes > 0, walPacer != nil else { return }
         walPacer?.spend(bytes, at: started)
+        charged += bytes
     }
+
+    /// What `charge` booked beyond the WAL written, in bytes.
+    private var charged: Int64 = 0
 
     /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
     /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
@@ -182,10 +186,12 @@ final class WritePacer {
         }
     }
 
-    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them; with an
+    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them;
+    /// `wal_charged_bytes`, what it booked on the budget beyond its WAL; with an
     /// adaptive budget, `budget_cuts` and the lowest and last rate (`wal_rate_*_kbps`).
     func addStats(to stats: inout JobStats) {
         if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if charged > 0 { stats.add("wal_charged_bytes", Int(charged)) }
         if let budget, lastProbe != nil {
             stats.add("budget_cuts", budget.cuts)
             stats.add("wal_rate_lowest_kbps", Int(budget.lowest / 1024))
