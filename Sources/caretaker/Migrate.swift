@@ -11,7 +11,7 @@ extension Caretaker {
                 Run it as the owner of the schema. --grant ROLE then gives the role the daemon connects as \
                 exactly what the enabled built-in jobs need (per column), revoking anything else it held on \
                 caretaker's and the reference tables; operator SQL jobs need grants of their own. Run by a \
-                superuser, it also lets the role set wal_compression (compress_wal); otherwise it prints the \
+                superuser, it also lets the role set wal_compression when compress_wal is on; otherwise it prints the \
                 GRANT for a superuser to run.
                 """)
 

@@ -65,6 +65,22 @@ import Testing
             #expect(left.checkpointSpacing == right.checkpointSpacing, "\(left.name)")
             #expect(left.maxReplicaLag == right.maxReplicaLag && left.synchronousCommit == right.synchronousCommit)
         }
+        // The Pi's drop-in runs the packaged file with --low-footprint: the mode's own
+        // defaults must not be overridden by values the file spells out.
+        let pi = try ConfigurationLoader.load(path: path, lowFootprint: true)
+        let piDefaults = try parse("", lowFootprint: true)
+        #expect(pi.worker.batchPause == piDefaults.worker.batchPause)
+        for (left, right) in zip(pi.jobs, piDefaults.jobs) {
+            #expect(left.batchSize == right.batchSize && left.batchPause == right.batchPause, "\(left.name)")
+            #expect(left.maxWALRate == right.maxWALRate, "\(left.name)")
+        }
+        guard case .expireContent(let expiry)? = pi.job(named: "expire-content")?.settings,
+            case .sendTempPasswords(let mail)? = pi.job(named: "send-temp-passwords")?.settings
+        else {
+            Issue.record("wrong settings")
+            return
+        }
+        #expect(!expiry.compressWAL && mail.bcryptCost == 10)
     }
 
     @Test("low-footprint mode changes the defaults it should, and the flag wins over the file")
@@ -80,10 +96,21 @@ import Testing
             return
         }
         #expect(mail.bcryptCost == 10)
+        guard case .expireContent(let expiry)? = configuration.job(named: "expire-content")?.settings else {
+            Issue.record("wrong settings")
+            return
+        }
+        #expect(!expiry.compressWAL)
         let explicit = try parse(
-            "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n")
+            "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n"
+                + "[jobs.expire-content]\ncompress_wal = true\n")
         #expect(explicit.worker.batchPause == .milliseconds(5))
         #expect(explicit.job(named: "prune")?.batchSize == 50)
+        guard case .expireContent(let compressing)? = explicit.job(named: "expire-content")?.settings else {
+            Issue.record("wrong settings")
+            return
+        }
+        #expect(compressing.compressWAL)
     }
 
     @Test("expire-content spares the app by default: a WAL budget, a replica lag limit, no wait for the WAL flush")
@@ -99,7 +126,7 @@ import Testing
             Issue.record("wrong settings")
             return
         }
-        #expect(expiry.compressWAL)
+        #expect(!expiry.compressWAL)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))

@@ -170,7 +170,7 @@ import Testing
     }
 
     @Test(
-        "SET on wal_compression: granted while expire-content compresses its sweep (the default), revoked when it does not; a grant made without a superuser says how to give it"
+        "SET on wal_compression: granted while expire-content compresses its sweep (compress_wal = true), revoked when it does not; a grant made without a superuser says how to give it"
     )
     func walCompressionParameter() throws {
         let db = try TestDatabase()
@@ -197,18 +197,18 @@ import Testing
                 .first?.bool("ok") ?? true
         }
         #expect(try maySet() == false)
-        let defaults = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
-        #expect(defaults.parameters == ["wal_compression"])
-        #expect(try defaults.apply(role: role, on: db.connection) == [], "a superuser grants it, with no note")
+        let compressing = RuntimeGrants(
+            appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = true\n").jobs)
+        #expect(compressing.parameters == ["wal_compression"])
+        #expect(try compressing.apply(role: role, on: db.connection) == [], "a superuser grants it, with no note")
         #expect(try maySet() == true)
-        let uncompressed = RuntimeGrants(
-            appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = false\n").jobs)
-        #expect(uncompressed.parameters.isEmpty)
+        let uncompressed = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        #expect(uncompressed.parameters.isEmpty, "compress_wal is off by default")
         #expect(try uncompressed.apply(role: role, on: db.connection) == [])
-        #expect(try maySet() == false, "granting again with compress_wal = false revokes it")
+        #expect(try maySet() == false, "granting again with compress_wal off revokes it")
         // A schema owner that is no superuser grants the tables, and says what a superuser must add.
         try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
-        let notes = try defaults.apply(role: role, on: db.connection)
+        let notes = try compressing.apply(role: role, on: db.connection)
         try db.connection.execute(script: "RESET ROLE")
         #expect(notes.count == 1)
         #expect(
@@ -220,7 +220,7 @@ import Testing
         // Once a superuser gave it, the owner's grant has nothing to add.
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
         try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
-        let none = try defaults.apply(role: role, on: db.connection)
+        let none = try compressing.apply(role: role, on: db.connection)
         try db.connection.execute(script: "RESET ROLE")
         #expect(none == [])
         #expect(try maySet() == true)

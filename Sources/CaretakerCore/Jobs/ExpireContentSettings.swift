@@ -5,9 +5,10 @@ public struct ExpireContentSettings: Sendable {
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
     /// `compress_wal`: the page sweep compresses its full page images when the role may.
-    /// On by default: a third less WAL per row, so a backlog forces fewer checkpoints
-    /// and the app's commits flush less of the sweep's WAL (BENCHMARKS.md, issue 13 part 7).
-    public var compressWAL: Bool = true
+    /// Off by default: it writes a third less WAL and forces fewer checkpoints, but
+    /// the app's p99 was no better for it at 5M posts and worse in low-footprint mode
+    /// (BENCHMARKS.md, issue 13 part 7); worth it where WAL volume itself costs.
+    public var compressWAL: Bool = false
 }
 
 extension ExpireContentSettings {
