@@ -34,7 +34,7 @@ public struct RuntimeGrants: Sendable {
     public let appTables: [String: TablePrivileges]
     /// Server parameters the role may set for its own transactions (`GRANT SET ON
     /// PARAMETER`, PostgreSQL 15): `wal_compression` when expire-content compresses its
-    /// sweep's full page images (`compress_wal`, on by default).
+    /// sweep's full page images (`compress_wal = true`).
     public let parameters: [String]
 
     /// The grants for `jobs` (only the enabled built-in ones count).
