@@ -364,6 +364,7 @@ private final class ExpireContentPass {
         let walBefore = context.walBytes
         while first < pages, !context.recordStopIfDue() {
             let last = first + range.pages
+            let swept = min(last, pages) - first
             let started = ContinuousClock.now
             let rangeWALBefore = context.walBytes
             let deletedBefore = counters.stats["posts_deleted"]
@@ -373,13 +374,13 @@ private final class ExpireContentPass {
             var wrote = context.lastBatchWAL
             if let blockSize {
                 let uncompressed = ExpireContent.uncompressedImages(
-                    pages: min(last, pages) - first, deleted: Int64(counters.stats["posts_deleted"] - deletedBefore),
+                    pages: swept, deleted: Int64(counters.stats["posts_deleted"] - deletedBefore),
                     blockSize: blockSize)
                 context.chargeWALBudget(uncompressed - (context.walBytes - rangeWALBefore), from: started)
                 wrote = max(wrote, uncompressed)
             }
             if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: wrote) }
-            counters.stats.add("swept_pages", Int(min(last, pages) - first))
+            counters.stats.add("swept_pages", Int(swept))
             first = last
             context.expectRemainingWAL(sample?.remainingWAL(after: first, wrote: context.walBytes - walBefore))
             context.pauseBetweenBatches()
