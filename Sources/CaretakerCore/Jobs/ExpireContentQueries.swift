@@ -145,6 +145,12 @@ struct ExpireContentQueries {
         let olderThanMinimum = "created_at <= now() - $1::bigint * interval '1 microsecond'"
         let olderThanMaximum = "created_at <= now() - $2::bigint * interval '1 microsecond'"
         let youngerThanMaximum = "created_at > now() - $2::bigint * interval '1 microsecond'"
+        // The same verdict as `postDue` (`L` lies between min and max), cheaper on a page
+        // sweep's filter, which sees every row on its pages: a post past the maximum is
+        // due and one younger than the minimum is not, on one comparison each; only the
+        // posts in between pay for `lifetime`. On the bench's 5M posts a third less time
+        // in the scan (BENCHMARKS.md, issue 13 part 8).
+        let postDueOnPages = "(s.\(olderThanMaximum) OR (s.\(olderThanMinimum) AND \(postDue)))"
 
         selectExpirablePacks = """
             SELECT p.id, p.created_at FROM \(s).packs p
@@ -268,18 +274,18 @@ struct ExpireContentQueries {
             """
         let pageRange = "s.ctid >= format('(%s,0)', $4::bigint)::tid AND s.ctid < format('(%s,0)', $5::bigint)::tid"
         deletePostsOnPages = """
-            DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDue)
+            DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)
             """
         deleteUnlockedPostsOnPages = """
             DELETE FROM \(s).posts s
-            WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDue) FOR UPDATE SKIP LOCKED))
-              AND \(postDue)
+            WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages) FOR UPDATE SKIP LOCKED))
+              AND \(postDueOnPages)
             """
         selectDuePostsOnPages = """
-            SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDue)
+            SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)
             """
         sampleDuePosts = """
-            SELECT (s.ctid::text::point)[0]::bigint AS page, count(*) AS sampled, count(*) FILTER (WHERE \(postDue)) AS due
+            SELECT (s.ctid::text::point)[0]::bigint AS page, count(*) AS sampled, count(*) FILTER (WHERE \(postDueOnPages)) AS due
             FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
             GROUP BY 1
             """
