@@ -5,7 +5,7 @@ Usage: pgbench_p99.py BASE_FROM BASE_TO RUN_FROM RUN_TO LOGFILE...
   client_id transaction_no latency_us script_no end_epoch end_us [schedule_lag_us]
 A transaction's start is its end minus its latency; under --rate the latency
 counts from the scheduled start, so time spent queued behind a stall counts too.
-Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS"."""
+Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS BASE_P50_MS"."""
 import math, sys
 
 base_from, base_to, run_from, run_to = map(float, sys.argv[1:5])
@@ -23,10 +23,11 @@ for path in sys.argv[5:]:
             elif run_from <= start <= run_to:
                 run.append(latency * 1000)
 
-def p99(values):
+def quantile(values, q):
     if not values:
         return float("nan")
     values = sorted(values)
-    return values[max(0, math.ceil(0.99 * len(values)) - 1)]
+    return values[max(0, math.ceil(q * len(values)) - 1)]
 
-print(f"{p99(base):.2f} {p99(run):.2f} {len(base)} {len(run)} {max(run, default=float('nan')):.2f}")
+print(f"{quantile(base, 0.99):.2f} {quantile(run, 0.99):.2f} {len(base)} {len(run)} "
+      f"{max(run, default=float('nan')):.2f} {quantile(base, 0.5):.2f}")

@@ -60,15 +60,33 @@ $(printf '%s\n' "${extra[@]}")
 TOML
 }
 
-# c1_run VARIANT: app load (pgbench, 4 clients, --app-rate tx/s) on a fresh copy; after
+# c1_run VARIANT: c1_attempt, repeated (at most twice more) while its baseline was
+# disturbed: a p99 before the expiry over 15 times the median before it, where an
+# undisturbed one is 4–6 times (the app's first changes after settle's checkpoint
+# write full page images). Such a stall (25–200 ms, seen now and then on the bench's
+# VM with nothing else running) would flatter the ratio; the repeat is logged, and a
+# baseline still disturbed after three attempts is marked in the result.
+c1_run() {
+    local attempt
+    for attempt in 1 2 3; do
+        c1_attempt "$1"
+        c1_disturbed=""
+        holds "${c1[0]} > 15 * $c1_base_p50" || return 0
+        c1_disturbed="; baseline disturbed (p99 ${c1[0]} ms, median $c1_base_p50 ms)"
+        [ "$attempt" -lt 3 ] && log "C1 $1: baseline disturbed (p99 ${c1[0]} ms, median $c1_base_p50 ms): run again"
+    done
+}
+
+# c1_attempt VARIANT: app load (pgbench, 4 clients, --app-rate tx/s) on a fresh copy; after
 # --baseline seconds, the expiry (the single DELETE, or caretaker configured as VARIANT).
 # Sets c1 to "BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX ROWS SECONDS WAL_MB FPI RECORDS
 # BUFFERS_FULL WAL_SYNCS CKPT_TIMED CKPT_REQ BUF_CKPT BUF_CLEAN BUF_BACKEND CPU_BUSY%
 # IOWAIT% AUTOVACUUM MAX_LAG_MS MAX_LAG_MB THROTTLED_MS BUDGET_CUTS LOWEST_KBPS LAST_KBPS": the p99 of transactions that
 # started before the expiry and of those that started while it ran (same pgbench run,
 # same database, so the ratio compares like with like), and what the cluster did while
-# the expiry ran (counters from its start to 2 s after its end).
-c1_run() {
+# the expiry ran (counters from its start to 2 s after its end). Sets c1_base_p50, the
+# median before the expiry.
+c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
     clone seeded "$db"
     settle "$db"
@@ -106,6 +124,8 @@ c1_run() {
     stop_child "$sampler_pid"
     local windows
     windows=$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" "$prefix".*[0-9])
+    c1_base_p50=${windows##* }
+    windows=${windows% *}
     local counters
     counters=$(awk -v a="$before" -v b="$after" 'BEGIN {
         n = split(a, x, " "); split(b, y, " ")
@@ -134,17 +154,19 @@ c1_describe() {
     local throttle=""
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms, max ${c1[4]} ms, ${c1[3]} tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
 }
 
 row_C1() {
     : >"$work/c1-points.tsv"
+    : >"$work/c1-runs.tsv"
     local run
     for run in $(seq 1 "$c1_runs"); do
         c1_run_label=""
         [ "$c1_runs" -gt 1 ] && c1_run_label="run $run, "
         c1_series
     done
+    [ "$c1_runs" -gt 1 ] && c1_summary
     if [ -n "$chart" ]; then
         local durability="durable"; [ "$durable" = true ] || durability="not durable"
         "$python3" "$helpers/tradeoff_svg.py" "$work/c1-points.tsv" "$chart" \
@@ -166,13 +188,14 @@ c1_series() {
         result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
+        printf 'single DELETE\t%s\t-\t-\n' "$ratio" >>"$work/c1-runs.tsv"
     fi
     for variant in "${variants[@]}"; do
         [ "$variant" = delete ] && continue
         c1_run "$variant"
         ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
         rate=$(calc "${c1[5]} / ${c1[6]}")
-        local speed="" speed_ok=1
+        local speed="" speed_ok=1 share=""
         if [ -n "$d_rate" ]; then
             local share; share=$(fmt %.2f "$(calc "$rate / $d_rate")")
             speed="; rows/s ÷ the DELETE's: $share"
@@ -186,5 +209,39 @@ c1_series() {
         result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
+        printf '%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" >>"$work/c1-runs.tsv"
     done
+}
+
+# c1_summary: each caretaker variant over the --c1-runs runs: the median ratio and pace,
+# their range, and in how many runs its targets were met. One run on this kind of
+# machine decides little (the same setting has ranged from 1.4× to 4.3× at 5M), so
+# BENCHMARKS.md judges a setting by these.
+c1_summary() {
+    local label
+    while IFS= read -r label; do
+        local line target="-"
+        line=$(awk -F'\t' -v l="$label" '$1 == l' "$work/c1-runs.tsv" | "$python3" -c '
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in sys.stdin]
+ratios = [float(r[1]) for r in rows]
+shares = [float(r[2]) for r in rows if r[2] != "-"]
+met = sum(r[3] == "met" for r in rows)
+judged = sum(r[3] in ("met", "MISSED") for r in rows)
+text = f"median {statistics.median(ratios):.2f} (range {min(ratios):.2f}–{max(ratios):.2f})"
+if shares:
+    text += f"; rows/s ÷ the DELETE median {statistics.median(shares):.2f} (range {min(shares):.2f}–{max(shares):.2f})"
+if judged:
+    text += f"; target met in {met} of {judged} runs"
+print(f"{statistics.median(ratios)}\t{statistics.median(shares) if shares else 1}\t{text}")')
+        local median_ratio=${line%%$'\t'*} rest=${line#*$'\t'}
+        local median_share=${rest%%$'\t'*} text=${rest#*$'\t'}
+        local verdict_text="-"
+        case $label in
+            "caretaker (defaults)") target="median ≤ 2, rows/s median ≥ 0.5× DELETE"
+                verdict_text=$(verdict "$median_ratio <= 2 && $median_share >= 0.5") ;;
+            "caretaker (low-footprint mode)") target="median ≤ 1.5"; verdict_text=$(verdict "$median_ratio <= 1.5") ;;
+        esac
+        result C1 "over $c1_runs runs, $label: app p99 ÷ p99 without expiry" "$text" "$target" "$verdict_text"
+    done < <(cut -f1 "$work/c1-runs.tsv" | awk '!seen[$0]++')
 }
