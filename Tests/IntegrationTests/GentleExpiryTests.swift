@@ -115,11 +115,12 @@ import Testing
     }
 
     /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
-    static func run(_ job: String, conninfo: String, _ extra: String = "") throws -> JobStats? {
+    static func run(
+        _ job: String, conninfo: String, _ extra: String = "", log: LineOutput = .capturing()
+    ) throws -> JobStats? {
         let configuration = try ConfigurationLoader.parse(
             "[database]\nurl = \"\(conninfo)\"\n" + extra, file: "test.toml")
-        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: .capturing())
-        }
+        let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: log) }
         let outcome = try JobRunner(configuration: configuration, mail: nil, logger: logger)
             .run(
                 .init(job: configuration.job(named: job)!, trigger: .manual, dryRun: false),
@@ -291,6 +292,36 @@ import Testing
                 .first?[0] != "0"
         }
         #expect(lagging, "the standby never reported a replay lag")
+        // A role without pg_read_all_stats sees the standby's WAL sender but not its
+        // replay: the run says so once and goes on without waiting.
+        let plain = "plain_" + name
+        try primary.execute(
+            script: """
+                CREATE ROLE "\(plain)" LOGIN;
+                GRANT USAGE ON SCHEMA public, caretaker TO "\(plain)";
+                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(plain)";
+                GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(plain)";
+                """)
+        let log = LineOutput.capturing()
+        let blind = try #require(
+            try Self.run(
+                "expire-content",
+                conninfo: server.conninfo(database: name).replacing("user=postgres", with: "user=\(plain)"),
+                """
+                [jobs.expire-content]
+                batch_size = 100
+                max_replica_lag = "200ms"
+                """, log: log))
+        #expect(blind["posts_deleted"] == 300)
+        #expect(!blind.counters.contains { $0.name == "replica_wait_ms" }, "\(blind)")
+        #expect(
+            log.lines.filter { $0.contains("hidden from this role") && $0.contains("pg_read_all_stats") }.count == 1,
+            "\(log.lines)")
+        try primary.query(
+            """
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 300)
+            """)
         // max_replica_lag = "" does not look at the standbys: half the backlog goes at once.
         let ignoring = try #require(
             try Self.run(

@@ -153,13 +153,14 @@ final class WritePacer {
     /// Polls `pg_stat_replication` until no standby both reports a replay lag over
     /// `limit` and has yet to replay the latest batch (a standby that caught up
     /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
-    /// other roles' WAL senders: without it, warns once and does not wait.
+    /// other roles' WAL senders: without it a sender shows only its pid (its `state`
+    /// too is null), and the run warns once and does not wait.
     private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
         while !shouldStop() {
             guard
                 let lag = try? connection.query(
                     """
-                    SELECT count(*) FILTER (WHERE replay_lsn IS NULL AND state = 'streaming') AS hidden,
+                    SELECT count(*) FILTER (WHERE state IS NULL) AS hidden,
                            count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
                                               AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
                     FROM pg_stat_replication
