@@ -62,7 +62,7 @@ TOML
 
 # c1_run VARIANT: c1_attempt, repeated (at most twice more) while its baseline was
 # disturbed: a p99 before the expiry over 15 times the median before it, where an
-# undisturbed one is 4–6 times (the app's first changes after settle's checkpoint
+# undisturbed one is 5–8 times (the app's first changes after settle's checkpoint
 # write full page images). Such a stall (25–200 ms, seen now and then on the bench's
 # VM with nothing else running) would flatter the ratio; the repeat is logged, and a
 # baseline still disturbed after three attempts is marked in the result.
@@ -75,6 +75,7 @@ c1_run() {
         c1_disturbed="; baseline disturbed (p99 ${c1[0]} ms, median $c1_base_p50 ms)"
         [ "$attempt" -lt 3 ] && log "C1 $1: baseline disturbed (p99 ${c1[0]} ms, median $c1_base_p50 ms): run again"
     done
+    return 0
 }
 
 # c1_attempt VARIANT: app load (pgbench, 4 clients, --app-rate tx/s) on a fresh copy; after
@@ -197,7 +198,7 @@ c1_series() {
         rate=$(calc "${c1[5]} / ${c1[6]}")
         local speed="" speed_ok=1 share=""
         if [ -n "$d_rate" ]; then
-            local share; share=$(fmt %.2f "$(calc "$rate / $d_rate")")
+            share=$(fmt %.2f "$(calc "$rate / $d_rate")")
             speed="; rows/s ÷ the DELETE's: $share"
             speed_ok="$share >= 0.5"
         fi
@@ -215,7 +216,7 @@ c1_series() {
 
 # c1_summary: each caretaker variant over the --c1-runs runs: the median ratio and pace,
 # their range, and in how many runs its targets were met. One run on this kind of
-# machine decides little (the same setting has ranged from 1.4× to 4.3× at 5M), so
+# machine decides little (one setting has ranged from 1.3× to 25× at 5M in ten runs), so
 # BENCHMARKS.md judges a setting by these.
 c1_summary() {
     local label
