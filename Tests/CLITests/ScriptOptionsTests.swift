@@ -64,7 +64,7 @@ import Glibc
     }
 
     @Test(
-        "scripts/bench's C1 chart: one colour and legend line per way of expiring, the target at half the median DELETE"
+        "scripts/bench's C1 chart: one colour and legend line per way of expiring (more than four runs summed up), the target at half the median DELETE"
     )
     func tradeoffChart() throws {
         let directory = NSTemporaryDirectory() + "caretaker-chart-\(UUID().uuidString)"
@@ -76,6 +76,11 @@ import Glibc
         single DELETE\t50\t1400000
         caretaker (defaults)\t2.5\t600000
         single DELETE\t60\t1200000
+        rate=256MB\t1.6\t400000
+        rate=256MB\t1.0\t410000
+        rate=256MB\t3.0\t420000
+        rate=256MB\t1.2\t430000
+        rate=256MB\t1.4\t440000
 
         """.write(toFile: directory + "/points.tsv", atomically: true, encoding: .utf8)
         let status = try ChildProcess.run(
@@ -87,6 +92,7 @@ import Glibc
         let svg = try String(contentsOfFile: directory + "/chart.svg", encoding: .utf8)
         #expect(svg.contains(">single DELETE: 40.00×, 50.00×, 60.00×; 1000–1400k/s</text>"))
         #expect(svg.contains(">caretaker (defaults): 1.50×, 2.50×; 500–600k/s</text>"))
+        #expect(svg.contains(">rate=256MB: 5 runs: median 1.40×, 1.00–3.00×; 400–440k/s</text>"), "\(svg)")
         #expect(svg.components(separatedBy: "fill=\"#1f77b4\"").count - 1 == 3, "two points and one legend mark")
         // The median DELETE went at 1200k rows/s: the line stands at 600k, drawn where
         // the 600k point is (x_max is 1.1 × 1400k over a plot 480 px wide from x = 70).
