@@ -114,6 +114,20 @@ import Testing
         #expect(try synchronousCommitSeen("[jobs.expire-content]\nmax_wal_rate = \"\"\n", "unbudgeted") == ["off 0"])
     }
 
+    /// Creates `role`, a login role with every right on the tables (as they are now) and
+    /// sequences of `public` and `caretaker`, but none of the worker role's extras: it is
+    /// no superuser, may not set `wal_compression`, and lacks `pg_read_all_stats`.
+    static func createPlainRole(_ role: String, on connection: Connection) throws {
+        let quoted = quoteIdentifier(role)
+        try connection.execute(
+            script: """
+                CREATE ROLE \(quoted) LOGIN;
+                GRANT USAGE ON SCHEMA public, caretaker TO \(quoted);
+                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO \(quoted);
+                GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO \(quoted);
+                """)
+    }
+
     /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
     static func run(
         _ job: String, conninfo: String, _ extra: String = "", log: LineOutput = .capturing()
@@ -145,11 +159,8 @@ import Testing
                 CREATE FUNCTION note_setting() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN INSERT INTO seen VALUES (current_setting('wal_compression')); RETURN NULL; END $$;
                 CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
-                CREATE ROLE "\(role)" LOGIN;
-                GRANT USAGE ON SCHEMA public, caretaker TO "\(role)";
-                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(role)";
-                GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(role)";
                 """)
+        try Self.createPlainRole(role, on: db.connection)  // after `seen`: its trigger inserts as the role
         /// A backlog large enough for the sweep; the settings its DELETEs ran with.
         var charged: [Int] = []
         func sweep(as user: String, compress: Bool? = nil) throws -> [String] {
@@ -295,13 +306,7 @@ import Testing
         // A role without pg_read_all_stats sees the standby's WAL sender but not its
         // replay: the run says so once and goes on without waiting.
         let plain = "plain_" + name
-        try primary.execute(
-            script: """
-                CREATE ROLE "\(plain)" LOGIN;
-                GRANT USAGE ON SCHEMA public, caretaker TO "\(plain)";
-                GRANT ALL ON ALL TABLES IN SCHEMA public, caretaker TO "\(plain)";
-                GRANT ALL ON ALL SEQUENCES IN SCHEMA public, caretaker TO "\(plain)";
-                """)
+        try Self.createPlainRole(plain, on: primary)
         let log = LineOutput.capturing()
         let blind = try #require(
             try Self.run(
