@@ -62,11 +62,11 @@ for i, label in enumerate(labels):
     out.append(marker(label, W - right + 16, ly_legend, colour[label]))
     ratios = [r for _, r, _ in runs]
     # Many runs (--c1-runs): their median and range, which fit beside the plot.
-    ratios = (", ".join(f"{r:.2f}×" for r in ratios) if len(ratios) <= 4 else
-              f"{len(ratios)} runs: median {statistics.median(ratios):.2f}×, {min(ratios):.2f}–{max(ratios):.2f}×")
+    ratio_text = (", ".join(f"{r:.2f}×" for r in ratios) if len(ratios) <= 4 else
+                  f"{len(ratios)} runs: median {statistics.median(ratios):.2f}×, {min(ratios):.2f}–{max(ratios):.2f}×")
     rates = sorted(x for _, _, x in runs)
     rate_text = f"{rates[0]:.0f}k/s" if len(rates) == 1 else f"{rates[0]:.0f}–{rates[-1]:.0f}k/s"
-    out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratios}; {rate_text}</text>')
+    out.append(f'<text x="{W - right + 26}" y="{ly_legend + 4}">{html.escape(label)}: {ratio_text}; {rate_text}</text>')
 out.append('</svg>')
 with open(sys.argv[2], "w") as f:
     f.write("\n".join(out) + "\n")
