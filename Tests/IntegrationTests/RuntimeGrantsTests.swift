@@ -200,15 +200,19 @@ import Testing
         let compressing = RuntimeGrants(
             appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = true\n").jobs)
         #expect(compressing.parameters == ["wal_compression"])
-        #expect(try compressing.apply(role: role, on: db.connection) == [], "a superuser grants it, with no note")
+        // This role cannot see standbys either; that note has a test of its own (standbyRight).
+        func parameterNotes(_ notes: [String]) -> [String] { notes.filter { !$0.contains("pg_read_all_stats") } }
+        #expect(
+            try parameterNotes(compressing.apply(role: role, on: db.connection)) == [],
+            "a superuser grants it, with no note")
         #expect(try maySet() == true)
         let uncompressed = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
         #expect(uncompressed.parameters.isEmpty, "compress_wal is off by default")
-        #expect(try uncompressed.apply(role: role, on: db.connection) == [])
+        #expect(try parameterNotes(uncompressed.apply(role: role, on: db.connection)) == [])
         #expect(try maySet() == false, "granting again with compress_wal off revokes it")
         // A schema owner that is no superuser grants the tables, and says what a superuser must add.
         try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
-        let notes = try compressing.apply(role: role, on: db.connection)
+        let notes = try parameterNotes(compressing.apply(role: role, on: db.connection))
         try db.connection.execute(script: "RESET ROLE")
         #expect(notes.count == 1)
         #expect(
@@ -220,10 +224,47 @@ import Testing
         // Once a superuser gave it, the owner's grant has nothing to add.
         try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
         try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
-        let none = try compressing.apply(role: role, on: db.connection)
+        let none = try parameterNotes(compressing.apply(role: role, on: db.connection))
         try db.connection.execute(script: "RESET ROLE")
         #expect(none == [])
         #expect(try maySet() == true)
+    }
+
+    @Test(
+        "max_replica_lag needs pg_read_all_stats: the grant says how to give it while a job keeps the limit and the role lacks the right, and grants nothing of it"
+    )
+    func standbyRight() throws {
+        let db = try TestDatabase()
+        let role = "standby_\(db.name)"
+        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
+        defer {
+            _ = try? db.connection.execute(
+                script: "DROP OWNED BY \(quoteIdentifier(role)); DROP ROLE \(quoteIdentifier(role))")
+        }
+        let defaults = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        #expect(defaults.watchesStandbys, "every job keeps max_replica_lag by default")
+        let notes = try defaults.apply(role: role, on: db.connection)
+        #expect(
+            notes == [
+                """
+                \(role) cannot see a standby's replay position, so where a standby streams max_replica_lag is not \
+                kept (each run warns); to keep it, run: GRANT pg_read_all_stats TO \(quoteIdentifier(role)) (it \
+                also shows the role every session's statistics and query text), or set max_replica_lag = ""
+                """
+            ], "\(notes)")
+        #expect(
+            try db.count("SELECT pg_has_role($1, 'pg_read_all_stats', 'USAGE')::int", role) == 0,
+            "the grant leaves that right to the operator")
+        // With no job keeping the limit there is nothing to say.
+        let off = try db.configuration(
+            BuiltInJob.allCases.map { "[jobs.\($0.rawValue)]\nmax_replica_lag = \"\"\n" }.joined())
+        let unwatched = RuntimeGrants(appSchema: "public", jobs: off.jobs)
+        #expect(!unwatched.watchesStandbys)
+        #expect(try unwatched.apply(role: role, on: db.connection) == [])
+        // Once the operator gave it (here through pg_monitor, which holds it), neither.
+        try db.connection.execute(script: "GRANT pg_monitor TO \(quoteIdentifier(role))")
+        #expect(try defaults.apply(role: role, on: db.connection) == [])
+        try db.connection.execute(script: "REVOKE pg_monitor FROM \(quoteIdentifier(role))")
     }
 
     @Test("refuses a missing role, a superuser and the owner of the tables, saying why")

@@ -36,10 +36,16 @@ public struct RuntimeGrants: Sendable {
     /// PARAMETER`, PostgreSQL 15): `wal_compression` when expire-content compresses its
     /// sweep's full page images (`compress_wal = true`).
     public let parameters: [String]
+    /// Some enabled job keeps `max_replica_lag`, which needs the standbys' replay positions:
+    /// `apply` says so when the role may not see them (`pg_read_all_stats`). Not granted
+    /// here: that role also shows every session's statistics and query text, a right
+    /// the operator should give knowingly.
+    public let watchesStandbys: Bool
 
     /// The grants for `jobs` (only the enabled built-in ones count).
     public init(appSchema: String, jobs: [JobConfiguration]) {
         self.appSchema = appSchema
+        watchesStandbys = jobs.contains { $0.enabled && $0.maxReplicaLag != nil }
         var caretakerTables = Self.bookkeeping
         var appTables: [String: TablePrivileges] = [:]
         var covered: [String] = []
@@ -120,9 +126,32 @@ public struct RuntimeGrants: Sendable {
     /// (a superuser on PostgreSQL 15 or later), in one transaction, after checking that
     /// `role` exists and is neither a superuser nor the owner of a table it would lose
     /// rights on. Returns a note for each parameter it could not grant and the role may
-    /// not set already, saying why and what to do; the rest of the grant stands without it.
+    /// not set already, saying why and what to do (the rest of the grant stands without
+    /// it), and one when `max_replica_lag` needs a right the role lacks (`watchesStandbys`).
     @discardableResult
     public func apply(role: String, on connection: Connection) throws -> [String] {
+        let notes = try applyGrants(role: role, on: connection)
+        return try notes + standbyNote(role: role, on: connection)
+    }
+
+    /// Without `pg_read_all_stats` a WAL sender shows the role only its pid, so a job
+    /// cannot keep `max_replica_lag` (it warns once per run where a standby streams).
+    private func standbyNote(role: String, on connection: Connection) throws -> [String] {
+        guard watchesStandbys,
+            try connection.query(
+                "SELECT pg_has_role($1, 'pg_read_all_stats', 'USAGE') AS sees", role
+            ).first?.bool("sees") == false
+        else { return [] }
+        return [
+            """
+            \(role) cannot see a standby's replay position, so where a standby streams max_replica_lag \
+            is not kept (each run warns); to keep it, run: GRANT pg_read_all_stats TO \(quoteIdentifier(role)) \
+            (it also shows the role every session's statistics and query text), or set max_replica_lag = ""
+            """
+        ]
+    }
+
+    private func applyGrants(role: String, on connection: Connection) throws -> [String] {
         try Self.checkGrantee(role, appSchema: appSchema, on: connection)
         let session = try connection.query(
             """
