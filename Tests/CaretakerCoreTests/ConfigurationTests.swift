@@ -121,6 +121,7 @@ import Testing
         #expect(expire.maxCommitSlowdown == 100)
         #expect(expire.maxReplicaLag == .seconds(5))
         #expect(expire.checkpointSpacing == .scaled)
+        #expect(expire.maxBusyShare == 80)
         #expect(!expire.synchronousCommit)
         guard case .expireContent(let expiry) = expire.settings else {
             Issue.record("wrong settings")
@@ -130,6 +131,8 @@ import Testing
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))
+        // A rest after each batch would delay the mails: only the backlog job has one by default.
+        #expect(mail.maxBusyShare == nil && defaults.job(named: "prune")?.maxBusyShare == nil)
         let tuned = try parse(
             """
             [jobs.expire-content]
@@ -138,11 +141,15 @@ import Testing
             max_commit_slowdown = "200%"
             checkpoint_spacing = "3500ms"
             synchronous_commit = true
+            max_busy_share = ""
             [jobs.prune]
             max_wal_rate = ""
             max_replica_lag = ""
             max_commit_slowdown = ""
             checkpoint_spacing = ""
+            max_busy_share = "100%"
+            [jobs.logout-inactive]
+            max_busy_share = "1%"
             """)
         let tunedExpire = try #require(tuned.job(named: "expire-content"))
         #expect(tunedExpire.maxWALRate == 512 * 1024 && tunedExpire.maxReplicaLag == .milliseconds(1500))
@@ -152,6 +159,8 @@ import Testing
         let off = try #require(tuned.job(named: "prune"))
         #expect(off.maxWALRate == nil && off.maxReplicaLag == nil && off.checkpointSpacing == nil)
         #expect(tunedExpire.checkpointSpacing == .every(.milliseconds(3500)))
+        #expect(tunedExpire.maxBusyShare == nil && off.maxBusyShare == 100)
+        #expect(tuned.job(named: "logout-inactive")?.maxBusyShare == 1)
         #expect(
             try parse("[jobs.expire-content]\ncheckpoint_spacing = \"auto\"\n").job(named: "expire-content")?
                 .checkpointSpacing == .scaled)
@@ -160,6 +169,12 @@ import Testing
                 try parse("[jobs.expire-content]\ncheckpoint_spacing = \"\(bad)\"\n")
             }
         }
+    }
+
+    @Test("a busy share outside 1…100 % is refused with the range it takes", arguments: ["0%", "101%", "55"])
+    func badBusyShare(text: String) throws {
+        let found = try #require(error("[jobs.expire-content]\nmax_busy_share = \"\(text)\"\n"))
+        #expect(found.description.contains("use a whole number from 1 to 100 and"), "\(found)")
     }
 
     @Test(
@@ -209,6 +224,9 @@ import Testing
             ("[jobs.expire-content]\nmax_commit_slowdown = \"50\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
             ("[jobs.expire-content]\nmax_commit_slowdown = \"0%\"\n", 2, "jobs.expire-content.max_commit_slowdown"),
             ("[jobs.expire-content]\nmax_commit_slowdown = 50\n", 2, "jobs.expire-content.max_commit_slowdown"),
+            ("[jobs.expire-content]\nmax_busy_share = \"0%\"\n", 2, "jobs.expire-content.max_busy_share"),
+            ("[jobs.expire-content]\nmax_busy_share = \"101%\"\n", 2, "jobs.expire-content.max_busy_share"),
+            ("[jobs.prune]\nmax_busy_share = \"0.5\"\n", 2, "jobs.prune.max_busy_share"),
             ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
             ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
         ])

@@ -78,6 +78,28 @@ import Testing
         #expect(!stats.counters.contains { $0.name == "throttled_ms" }, "\(stats)")
     }
 
+    @Test(
+        "max_busy_share: after each stretch of work the run rests so that its work takes at most that share of the time; 100% never rests"
+    )
+    func busyShare() throws {
+        let config = "[jobs.expire-content]\nbatch_size = 10\nmax_wal_rate = \"\"\nmax_busy_share = "
+        let db = try Self.backlog(400)
+        let started = ContinuousClock.now
+        let resting = try db.runSucceeding("expire-content", config + "\"10%\"\n")
+        let took = ContinuousClock.now - started
+        #expect(resting["posts_deleted"] == 400 && resting["batches"] == 40, "\(resting)")
+        // At 10 % the 39 rests are 9 times the work before each; the last batch, the
+        // runner's bookkeeping and the connection take the rest of the time.
+        #expect(
+            Double(resting["rested_ms"]) >= 0.5 * Double(took.microseconds) / 1000,
+            "rested \(resting["rested_ms"]) ms of \(took): \(resting)")
+        #expect(!resting.counters.contains { $0.name == "throttled_ms" }, "no WAL budget: \(resting)")
+        let full = try Self.backlog(400, "busyShareFull")
+        let busy = try full.runSucceeding("expire-content", config + "\"100%\"\n")
+        #expect(busy["posts_deleted"] == 400)
+        #expect(!busy.counters.contains { $0.name == "rested_ms" }, "\(busy)")
+    }
+
     /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.
     func synchronousCommitSeen(_ extra: String, _ test: String = #function) throws -> [String] {
         let db = try Self.backlog(50, test)

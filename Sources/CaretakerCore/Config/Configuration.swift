@@ -123,6 +123,9 @@ public struct JobConfiguration: Sendable {
     public var maxCommitSlowdown: Int?
     /// Pause while a streaming standby replays this far behind (`max_replica_lag`); `nil`: off.
     public var maxReplicaLag: Duration?
+    /// The most of the wall clock, in percent, the job's batches may keep busy
+    /// (`max_busy_share`, `BusyShare`); `nil`: no such limit.
+    public var maxBusyShare: Int? = nil
     /// With an adaptive WAL budget: while a backlog forces checkpoints, keep them at least
     /// this far apart (`checkpoint_spacing`, `WriteBudget.checkpointCap`); `nil`: no cap.
     public var checkpointSpacing: CheckpointSpacing? = .scaled

@@ -18,6 +18,9 @@ extension ConfigurationLoader {
     static let defaultMaxCommitSlowdown = 100
     /// `max_replica_lag`: how far behind a streaming standby may replay before batches wait.
     static let defaultMaxReplicaLag: Duration = .seconds(5)
+    /// `max_busy_share` of a job that works through backlogs (`BuiltInJob.isIdempotentBulkWork`):
+    /// its batches rest so that they keep the server busy at most this share of the time.
+    static let defaultMaxBusyShare = 80
 
     static func readJobs(
         _ root: inout TableReader, worker: WorkerOptions
@@ -135,6 +138,9 @@ extension ConfigurationLoader {
             maxReplicaLag: try table.optionalDuration(
                 "max_replica_lag", default: defaultMaxReplicaLag,
                 minimum: .milliseconds(1)),
+            maxBusyShare: try table.optionalPercent(
+                "max_busy_share", default: builtIn?.isIdempotentBulkWork == true ? defaultMaxBusyShare : nil,
+                in: 1...100),
             checkpointSpacing: try checkpointSpacing(&table),
             synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)

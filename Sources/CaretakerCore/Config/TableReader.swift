@@ -160,18 +160,22 @@ struct TableReader {
         return rate
     }
 
-    /// A percentage such as `"50%"` (a whole number, 1 to 1000); absent gives
+    /// A percentage such as `"50%"` (a whole number in `range`, by default 1 to 1000); absent gives
     /// `fallback`, `""` turns it off (`nil`).
-    mutating func optionalPercent(_ key: String, default fallback: Int) throws(ConfigurationError) -> Int? {
+    mutating func optionalPercent(
+        _ key: String, default fallback: Int?, in range: ClosedRange<Int> = 1...1000
+    ) throws(ConfigurationError) -> Int? {
         guard let found = value(key) else { return fallback }
         guard let text = try textUnlessOff(found, key, expected: "a percentage string such as \"50%\"") else {
             return nil
         }
-        guard text.hasSuffix("%"), let percent = Int(text.dropLast()), (1...1000).contains(percent) else {
+        guard text.hasSuffix("%"), let percent = Int(text.dropLast()), range.contains(percent) else {
             throw error(
                 key,
-                "\"\(text)\" is not a percentage: use a whole number from 1 to 1000 and \"%\", e.g. \"50%\"; \"\" turns it off"
-            )
+                """
+                "\(text)" is not a percentage: use a whole number from \(range.lowerBound) to \(range.upperBound) \
+                and "%", e.g. "50%"; "" turns it off
+                """)
         }
         return percent
     }

@@ -2,8 +2,8 @@ import Logging
 import Postgres
 
 /// How a job's batches spare the app: the WAL budget (`max_wal_rate`, steered by
-/// `max_commit_slowdown`), `batch_pause` and the standbys' replay lag
-/// (`max_replica_lag`). `JobContext` books every batch's WAL here and asks it how
+/// `max_commit_slowdown`), the busy share (`max_busy_share`), `batch_pause` and the
+/// standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's WAL here and asks it how
 /// long to wait before the next one.
 final class WritePacer {
     private let job: JobConfiguration
@@ -40,6 +40,11 @@ final class WritePacer {
     /// The WAL position at the end of the latest batch: a standby that replayed it has the run's work.
     private var walEnd: Int64 = 0
     private var throttled: Duration = .zero
+    /// How much longer than `batch_pause` and the WAL budget the busy share made the run wait.
+    private var rested: Duration = .zero
+    /// Where the current stretch of work began: the pacer's creation (the run's
+    /// start), then the end of each pause.
+    private var workingSince = ContinuousClock.now
     private var waitedForReplicas: Duration = .zero
     private var warnedHiddenReplicas = false
     private var toldOfLaggingReplica = false
@@ -69,19 +74,24 @@ final class WritePacer {
     /// What `charge` booked beyond the WAL written, in bytes.
     private var charged: Int64 = 0
 
-    /// Waits as the job's budgets ask between two batches: `batch_pause`, the WAL
-    /// budget (`max_wal_rate`, adapting to a commit probe at most every 100 ms), and,
-    /// while a streaming standby replays further behind than `max_replica_lag`,
-    /// until it has replayed the latest batch.
+    /// Waits as the job's budgets ask between two batches: the longest of
+    /// `batch_pause`, the WAL budget (`max_wal_rate`, adapting to a commit probe at
+    /// most every 100 ms) and the busy share's rest (`max_busy_share`); then, while a
+    /// streaming standby replays further behind than `max_replica_lag`, until it has
+    /// replayed the latest batch.
     func pause(on connection: Connection, shouldStop: () -> Bool) {
-        let owed = walPacer?.pause(at: .now) ?? .zero
+        let now = ContinuousClock.now
+        let owed = walPacer?.pause(at: now) ?? .zero
+        let rest = job.maxBusyShare.map { BusyShare.rest(after: now - workingSince, share: $0) } ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
-        let pause = max(job.batchPause, owed)
+        if rest > max(job.batchPause, owed) { rested += rest - max(job.batchPause, owed) }
+        let pause = max(job.batchPause, owed, rest)
         if pause > .zero { OSThread.sleep(for: pause) }
         if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
             probeCommit(on: connection)
         }
         if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
+        workingSince = .now
     }
 
     /// Times what a commit costs now, as an app's would: a transaction that takes an
@@ -163,7 +173,7 @@ final class WritePacer {
                     SELECT count(*) FILTER (WHERE state IS NULL) AS hidden,
                            count(*) FILTER (WHERE replay_lag > $1::bigint * interval '1 microsecond'
                                               AND pg_wal_lsn_diff(replay_lsn, '0/0') < $2::bigint) AS behind
-                    FROM pg_stat_replication
+                    FROM pg_stat_get_wal_senders()
                     """, limit.microseconds, walEnd
                 ).first
             else { break }
@@ -187,11 +197,13 @@ final class WritePacer {
         }
     }
 
-    /// `throttled_ms` and `replica_wait_ms`, when the run waited for them;
+    /// `throttled_ms` (the WAL budget), `rested_ms` (the busy share) and
+    /// `replica_wait_ms`, when the run waited for them;
     /// `wal_charged_bytes`, what it booked on the budget beyond its WAL; with an
     /// adaptive budget, `budget_cuts` and the lowest and last rate (`wal_rate_*_kbps`).
     func addStats(to stats: inout JobStats) {
         if throttled > .zero { stats.add("throttled_ms", Int(throttled.microseconds / 1000)) }
+        if rested > .zero { stats.add("rested_ms", Int(rested.microseconds / 1000)) }
         if charged > 0 { stats.add("wal_charged_bytes", Int(charged)) }
         if let budget, lastProbe != nil {
             stats.add("budget_cuts", budget.cuts)
@@ -225,6 +237,21 @@ extension JobContext {
     public func pauseBetweenBatches() {
         guard !recordStopIfDue() else { return }
         pacer.pause(on: connection) { recordStopIfDue() }
+    }
+}
+
+/// The busy share (`max_busy_share`): after a stretch of work that took `busy`, the
+/// job rests `busy × (100 − share) ÷ share`, so its batches keep the server busy at
+/// most `share` percent of the time, whatever the machine, in the manner of
+/// pt-archiver's `--sleep-coef` (a sleep in proportion to the last batch's time).
+/// The WAL budget paces the WAL a backlog writes; this paces everything else it
+/// costs: the backend's CPU and its reads, which on a two-core machine the app's own
+/// clients wait behind. Without it, wherever no budget holds a sweep, it goes as fast
+/// as its backend can, and any CPU it saves becomes speed, not room for the app.
+enum BusyShare {
+    static func rest(after busy: Duration, share: Int) -> Duration {
+        guard busy > .zero, share < 100 else { return .zero }
+        return busy * (100 - share) / max(1, share)
     }
 }
 

@@ -46,6 +46,8 @@ c1_config() {
             fixed=*) extra+=("max_wal_rate = \"${part#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
             slowdown=*) extra+=("max_commit_slowdown = \"${part#slowdown=}%\"") ;;
             spacing=*) extra+=("checkpoint_spacing = \"${part#spacing=}\"") ;;
+            share=) extra+=('max_busy_share = ""') ;;
+            share=*) extra+=("max_busy_share = \"${part#share=}%\"") ;;
             *) echo "scripts/bench: unknown C1 variant $part (see --help)" >&2; exit 64 ;;
         esac
     done
