@@ -38,7 +38,7 @@ c1_config() {
         case $part in
             default) ;;
             low-footprint) worker=$'[worker]\nlow_footprint = true\n' ;;
-            unthrottled) extra+=('max_wal_rate = ""' 'synchronous_commit = true') ;;
+            unthrottled) extra+=('max_wal_rate = ""' 'max_busy_share = ""' 'synchronous_commit = true') ;;
             sync) extra+=('synchronous_commit = true') ;;
             compress) extra+=('compress_wal = true') ;;
             nocompress) extra+=('compress_wal = false') ;;
@@ -141,13 +141,14 @@ c1_attempt() {
     during=$(awk -v from="$t0" -v to="$(calc "$t1 + 2")" '$1 >= from && $1 <= to {
             if ($2 > av) av = $2; if ($3 > lag) lag = $3; if ($4 > bytes) bytes = $4 }
         END { printf "%s %d %.1f", (av > 0 ? "yes" : "no"), (lag == "" ? -1 : lag), (bytes == "" ? -1 : bytes / 1048576) }' "$prefix.samples")
-    local throttled="n/a" budget="n/a n/a n/a"
+    local throttled="n/a" budget="n/a n/a n/a" rested="n/a"
     if [ "$variant" != delete ]; then
         throttled=$(last_run "$db" throttled_ms)
         budget=$(last_run "$db" budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps)
+        rested=$(last_run "$db" rested_ms)
     fi
     drop "$db"
-    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled $budget)
+    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled $budget $rested)
 }
 
 # c1_describe: the figures of one c1_run, as the table shows them.
@@ -156,6 +157,7 @@ c1_describe() {
     [ "$standby" = true ] && lag="; standby replay lag max ${c1[20]} ms, ${c1[21]} MB behind"
     local throttle=""
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
+    [ "${c1[26]}" != n/a ] && throttle+="; rested ${c1[26]} ms (busy share)"
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
 }

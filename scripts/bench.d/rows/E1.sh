@@ -20,9 +20,9 @@ row_E1() {
     local d_rate; d_rate=$(calc "$d_rows / $d_s")
     drop e1_delete
 
-    # The speed limit of the sweep itself: without the WAL budget, which exists to slow
-    # a backlog down for the app's sake (C1 judges it, at the defaults).
-    expire_config "$work/e1.toml" e1_caretaker 'max_wal_rate = ""'
+    # The speed limit of the sweep itself: without the WAL budget and the busy share,
+    # which exist to slow a backlog down for the app's sake (C1 judges them, at the defaults).
+    expire_config "$work/e1.toml" e1_caretaker 'max_wal_rate = ""' 'max_busy_share = ""'
     settle e1_caretaker
     t0=$(now)
     expire_once "$work/e1.toml" || log "E1: caretaker once expire-content exited $?"
@@ -34,7 +34,7 @@ row_E1() {
     local c_rate; c_rate=$(calc "$c_rows / $c_s")
     local ratio; ratio=$(fmt %.2f "$(calc "$c_rate / $d_rate")")
 
-    result E1 "backlog expiry, $(human "$posts") posts: caretaker (max_wal_rate = \"\") rows/s ÷ single DELETE rows/s" \
+    result E1 "backlog expiry, $(human "$posts") posts: caretaker (max_wal_rate = \"\", max_busy_share = \"\") rows/s ÷ single DELETE rows/s" \
         "$ratio (caretaker $(krate "$c_rate") rows/s: $c_rows in $(fmt %.2f "$c_s") s, $status; DELETE $(krate "$d_rate") rows/s: $d_rows in $(fmt %.2f "$d_s") s)" \
         "≥ 0.9" "$(verdict "$ratio >= 0.9")"
 
@@ -49,7 +49,7 @@ row_E1() {
     g_s=$(calc "$t1 - $t0")
     read -r g_rows g_throttled g_wal <<<"$(last_run e1_default posts_deleted throttled_ms wal_bytes)"
     drop e1_default
-    result E1 "the same at caretaker's defaults (WAL budget max_wal_rate): rows/s ÷ single DELETE rows/s" \
+    result E1 "the same at caretaker's defaults (WAL budget, busy share): rows/s ÷ single DELETE rows/s" \
         "$(fmt %.2f "$(calc "$g_rows / $g_s / $d_rate")") ($(krate "$(calc "$g_rows / $g_s")") rows/s: $g_rows in $(fmt %.2f "$g_s") s; $(fmt %.0f "$(calc "$g_wal / 1048576")") MB of WAL, throttled $g_throttled ms)" \
         "— (C1 judges the defaults)" "-"
     local p99_verdict="n/a (no batch_p99_ms in job_runs.stats)"
