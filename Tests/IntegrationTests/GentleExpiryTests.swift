@@ -100,6 +100,25 @@ import Testing
         #expect(!busy.counters.contains { $0.name == "rested_ms" }, "\(busy)")
     }
 
+    @Test("a long rest ends when max_runtime passes: at 1% a 50 ms batch would rest 5 s")
+    func longRestStopsAtMaxRuntime() throws {
+        let db = try Self.backlog(400)
+        // Every batch takes at least 50 ms: the rest after the first would be ~5 s.
+        try db.connection.execute(
+            script: """
+                CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$;
+                CREATE TRIGGER slow_delete AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION slow_delete();
+                """)
+        let started = ContinuousClock.now
+        let stats = try db.runSucceeding(
+            "expire-content",
+            "[jobs.expire-content]\nbatch_size = 10\nmax_wal_rate = \"\"\nmax_busy_share = \"1%\"\nmax_runtime = \"300ms\"\n")
+        let took = ContinuousClock.now - started
+        #expect(stats["posts_deleted"] > 0 && stats["posts_deleted"] < 400, "\(stats)")
+        #expect(took < .seconds(2), "the run took \(took): \(stats)")
+    }
+
     /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.
     func synchronousCommitSeen(_ extra: String, _ test: String = #function) throws -> [String] {
         let db = try Self.backlog(50, test)

@@ -3,8 +3,8 @@ import Postgres
 
 /// How a job's batches spare the app: the WAL budget (`max_wal_rate`, steered by
 /// `max_commit_slowdown`), the busy share (`max_busy_share`), `batch_pause` and the
-/// standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's WAL here and asks it how
-/// long to wait before the next one.
+/// standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's WAL
+/// here and asks it how long to wait before the next one.
 final class WritePacer {
     private let job: JobConfiguration
     private let logger: Logger
@@ -76,22 +76,33 @@ final class WritePacer {
 
     /// Waits as the job's budgets ask between two batches: the longest of
     /// `batch_pause`, the WAL budget (`max_wal_rate`, adapting to a commit probe at
-    /// most every 100 ms) and the busy share's rest (`max_busy_share`); then, while a
-    /// streaming standby replays further behind than `max_replica_lag`, until it has
-    /// replayed the latest batch.
+    /// most every 100 ms) and the busy share's rest (`max_busy_share`), cut short when
+    /// the run is to stop; then, while a streaming standby replays further behind than
+    /// `max_replica_lag`, until it has replayed the latest batch.
     func pause(on connection: Connection, shouldStop: () -> Bool) {
         let now = ContinuousClock.now
         let owed = walPacer?.pause(at: now) ?? .zero
         let rest = job.maxBusyShare.map { BusyShare.rest(after: now - workingSince, share: $0) } ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
         if rest > max(job.batchPause, owed) { rested += rest - max(job.batchPause, owed) }
-        let pause = max(job.batchPause, owed, rest)
-        if pause > .zero { OSThread.sleep(for: pause) }
+        sleep(max(job.batchPause, owed, rest), unless: shouldStop)
         if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
             probeCommit(on: connection)
         }
         if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
         workingSince = .now
+    }
+
+    /// Sleeps `duration` in slices of at most `replicaPoll`, and no further once the run
+    /// is to stop: a small share after a long stretch of work rests long (at 1%, 99
+    /// times the stretch), and neither `max_runtime` nor a shutdown should wait for it.
+    private func sleep(_ duration: Duration, unless shouldStop: () -> Bool) {
+        var left = duration
+        while left > .zero, !shouldStop() {
+            let slice = min(left, Self.replicaPoll)
+            OSThread.sleep(for: slice)
+            left -= slice
+        }
     }
 
     /// Times what a commit costs now, as an app's would: a transaction that takes an
@@ -157,14 +168,18 @@ final class WritePacer {
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
     static let commitProbe = "SELECT set_config('synchronous_commit', 'on', true), txid_current()"
 
-    /// How often a lagging standby is asked again.
+    /// How often a lagging standby is asked again, and how often a pause checks whether the run is to stop.
     static let replicaPoll: Duration = .milliseconds(100)
 
-    /// Polls `pg_stat_replication` until no standby both reports a replay lag over
+    /// Polls the WAL senders until no standby both reports a replay lag over
     /// `limit` and has yet to replay the latest batch (a standby that caught up
     /// keeps showing its last lag for a while). Needs `pg_read_all_stats` to see
     /// other roles' WAL senders: without it a sender shows only its pid (its `state`
-    /// too is null), and the run warns once and does not wait.
+    /// too is null), and the run warns once and does not wait. It reads
+    /// `pg_stat_get_wal_senders()`, not the `pg_stat_replication` view built on it:
+    /// the view first copies every backend's status, 0.53 ms a read at 200
+    /// connections against 0.14 ms, after every range of a sweep (BENCHMARKS.md,
+    /// issue 13 parts 8 and 9).
     private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
         while !shouldStop() {
             guard
