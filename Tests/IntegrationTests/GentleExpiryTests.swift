@@ -113,7 +113,8 @@ import Testing
         let started = ContinuousClock.now
         let stats = try db.runSucceeding(
             "expire-content",
-            "[jobs.expire-content]\nbatch_size = 10\nmax_wal_rate = \"\"\nmax_busy_share = \"1%\"\nmax_runtime = \"300ms\"\n")
+            "[jobs.expire-content]\nbatch_size = 10\nmax_wal_rate = \"\"\nmax_busy_share = \"1%\"\nmax_runtime = \"300ms\"\n"
+        )
         let took = ContinuousClock.now - started
         #expect(stats["posts_deleted"] > 0 && stats["posts_deleted"] < 400, "\(stats)")
         #expect(took < .seconds(2), "the run took \(took): \(stats)")
