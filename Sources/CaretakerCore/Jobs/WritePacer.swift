@@ -84,8 +84,9 @@ final class WritePacer {
         let owed = walPacer?.pause(at: now) ?? .zero
         let rest = job.maxBusyShare.map { BusyShare.rest(after: now - workingSince, share: $0) } ?? .zero
         if owed > job.batchPause { throttled += owed - job.batchPause }
-        if rest > max(job.batchPause, owed) { rested += rest - max(job.batchPause, owed) }
-        sleep(max(job.batchPause, owed, rest), unless: shouldStop)
+        let paced = max(job.batchPause, owed)
+        if rest > paced { rested += rest - paced }
+        sleep(max(paced, rest), unless: shouldStop)
         if budget != nil, lastProbe.map({ .now - $0 >= WriteBudget.probeInterval }) ?? true {
             probeCommit(on: connection)
         }

@@ -141,14 +141,14 @@ c1_attempt() {
     during=$(awk -v from="$t0" -v to="$(calc "$t1 + 2")" '$1 >= from && $1 <= to {
             if ($2 > av) av = $2; if ($3 > lag) lag = $3; if ($4 > bytes) bytes = $4 }
         END { printf "%s %d %.1f", (av > 0 ? "yes" : "no"), (lag == "" ? -1 : lag), (bytes == "" ? -1 : bytes / 1048576) }' "$prefix.samples")
-    local throttled="n/a" budget="n/a n/a n/a" rested="n/a"
+    # How caretaker's run paced itself, from its stats in one read: throttled, the
+    # budget's cuts, lowest and last rate, rested (c1[22] to c1[26]).
+    local paced="n/a n/a n/a n/a n/a"
     if [ "$variant" != delete ]; then
-        throttled=$(last_run "$db" throttled_ms)
-        budget=$(last_run "$db" budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps)
-        rested=$(last_run "$db" rested_ms)
+        paced=$(last_run "$db" throttled_ms budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps rested_ms)
     fi
     drop "$db"
-    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $throttled $budget $rested)
+    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $paced)
 }
 
 # c1_describe: the figures of one c1_run, as the table shows them.
