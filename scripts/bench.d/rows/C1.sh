@@ -62,6 +62,17 @@ $(printf '%s\n' "${extra[@]}")
 TOML
 }
 
+# c1_app_scripts: pgbench's -f arguments for --app-workload; c1_app_what: its words in the
+# table. Whatever the workload, the app never writes a row the expiry may delete.
+c1_app_scripts() {
+    case $app_workload in
+        write) c1_app_args=(-f "$helpers/app.pgbench"); c1_app_what="app writes" ;;
+        read) c1_app_args=(-f "$helpers/app-read.pgbench"); c1_app_what="app page views (reads)" ;;
+        mixed) c1_app_args=(-f "$helpers/app-read.pgbench@4" -f "$helpers/app.pgbench@1")
+            c1_app_what="app page views and writes (4:1)" ;;
+    esac
+}
+
 # c1_run VARIANT: c1_attempt, repeated (at most twice more) while its baseline was
 # disturbed: a p99 before the expiry over 15 times the median before it, where an
 # undisturbed one is 5–8 times (the app's first changes after settle's checkpoint
@@ -102,7 +113,7 @@ c1_attempt() {
     local sampler_pid=$!
     spawned "$sampler_pid"
     local p0; p0=$(now)
-    pgbench -n -f "$helpers/app.pgbench" -c 4 -j 2 -R "$app_rate" -T 3600 --log --log-prefix="$prefix" \
+    pgbench -n "${c1_app_args[@]}" -c 4 -j 2 -R "$app_rate" -T 3600 --log --log-prefix="$prefix" \
         -D packs=1000 -D users=10000 -D recent_lo="$lo" -D recent_hi="$hi" \
         "$(conninfo "$db")" >"$prefix.out" 2>&1 &
     local bench_pid=$!
@@ -163,6 +174,7 @@ c1_describe() {
 }
 
 row_C1() {
+    c1_app_scripts
     : >"$work/c1-points.tsv"
     : >"$work/c1-runs.tsv"
     local run
@@ -175,7 +187,7 @@ row_C1() {
     if [ -n "$chart" ]; then
         local durability="durable"; [ "$durable" = true ] || durability="not durable"
         "$python3" "$helpers/tradeoff_svg.py" "$work/c1-points.tsv" "$chart" \
-            "C1, $(human "$posts") posts, $durability, max_wal_size $(sql postgres -c "SHOW max_wal_size"), app $app_rate tx/s"
+            "C1, $(human "$posts") posts, $durability, max_wal_size $(sql postgres -c "SHOW max_wal_size"), app $app_rate tx/s ($app_workload)"
         log "chart written to $chart"
     fi
 }
@@ -190,7 +202,7 @@ c1_series() {
         c1_run delete
         d_rate=$(calc "${c1[5]} / ${c1[6]}")
         ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
-        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
+        result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
         printf 'single DELETE\t%s\t-\t-\n' "$ratio" >>"$work/c1-runs.tsv"
@@ -211,7 +223,7 @@ c1_series() {
             low-footprint) label="caretaker (low-footprint mode)"; target="≤ 1.5"; verdict_text=$(verdict "$ratio <= 1.5") ;;
             *) label="caretaker ($variant)"; target="— (tuning option)"; verdict_text="-" ;;
         esac
-        result C1 "${c1_run_label}app writes during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
+        result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
         printf '%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" >>"$work/c1-runs.tsv"
@@ -247,6 +259,6 @@ print(f"{statistics.median(ratios)}\t{statistics.median(shares) if shares else 1
                 verdict_text=$(verdict "$median_ratio <= 2 && $median_share >= 0.5") ;;
             "caretaker (low-footprint mode)") target="median ≤ 1.5"; verdict_text=$(verdict "$median_ratio <= 1.5") ;;
         esac
-        result C1 "over $c1_runs runs, $label: app p99 ÷ p99 without expiry" "$text" "$target" "$verdict_text"
+        result C1 "over $c1_runs runs, $label, $c1_app_what: app p99 ÷ p99 without expiry" "$text" "$target" "$verdict_text"
     done < <(cut -f1 "$work/c1-runs.tsv" | awk '!seen[$0]++')
 }
