@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 """C1: p99 latency of pgbench transactions by the window they started in.
-Usage: pgbench_p99.py BASE_FROM BASE_TO RUN_FROM RUN_TO LOGFILE...
+Usage: pgbench_p99.py BASE_FROM BASE_TO RUN_FROM RUN_TO AFTER_FROM AFTER_TO LOGFILE...
 (epoch seconds). Log lines (pgbench --log, PostgreSQL 15):
   client_id transaction_no latency_us script_no end_epoch end_us [schedule_lag_us]
 A transaction's start is its end minus its latency; under --rate the latency
 counts from the scheduled start, so time spent queued behind a stall counts too.
-Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS BASE_P50_MS"."""
+Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS BASE_P50_MS AFTER_P99_MS AFTER_N":
+before the expiry, while it ran, and after it ended (what the deletion left
+behind: dead rows the app's reads step over, pages to write in full again)."""
 import math, sys
 
-base_from, base_to, run_from, run_to = map(float, sys.argv[1:5])
-base, run = [], []
-for path in sys.argv[5:]:
+base_from, base_to, run_from, run_to, after_from, after_to = map(float, sys.argv[1:7])
+base, run, after = [], [], []
+for path in sys.argv[7:]:
     with open(path) as f:
         for line in f:
             parts = line.split()
@@ -22,6 +24,8 @@ for path in sys.argv[5:]:
                 base.append(latency * 1000)
             elif run_from <= start <= run_to:
                 run.append(latency * 1000)
+            elif after_from < start <= after_to:
+                after.append(latency * 1000)
 
 def quantile(values, q):
     if not values:
@@ -30,4 +34,5 @@ def quantile(values, q):
     return values[max(0, math.ceil(q * len(values)) - 1)]
 
 print(f"{quantile(base, 0.99):.2f} {quantile(run, 0.99):.2f} {len(base)} {len(run)} "
-      f"{max(run, default=float('nan')):.2f} {quantile(base, 0.5):.2f}")
+      f"{max(run, default=float('nan')):.2f} {quantile(base, 0.5):.2f} "
+      f"{quantile(after, 0.99):.2f} {len(after)}")
