@@ -53,6 +53,56 @@ import Glibc
             result.stderr == "scripts/bench: --only needs at least one row of: \(Self.benchRows)\n", "\(result.stderr)")
     }
 
+    @Test("scripts/bench --app-workload refuses a workload it does not have, naming the ones it has")
+    func benchUnknownWorkload() async throws {
+        let result = try await refusal("bench", ["--app-workload", "writes"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "scripts/bench: --app-workload: unknown workload 'writes'; the workloads are: write, read, mixed\n",
+            "\(result.stderr)")
+    }
+
+    @Test("scripts/bench --after takes a whole number of seconds of 1 or more", arguments: ["0", "2.5", "5s", ""])
+    func benchBadAfter(seconds: String) async throws {
+        let result = try await refusal("bench", ["--after", seconds])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "scripts/bench: --after: '\(seconds)' is not a whole number of seconds of 1 or more\n",
+            "\(result.stderr)")
+    }
+
+    @Test(
+        "scripts/bench's C1 windows: a transaction counts where it started (its end minus its latency): before, during (its end included) or after the expiry (its end included)"
+    )
+    func pgbenchWindows() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-windows-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // client, transaction, latency µs, script, end s, end µs: starts at 105 (before),
+        // 112 and 120 (during, 120 its last instant), 123 and 125 (after, 125 its last
+        // instant), 126 (past every window). Quarter seconds keep the sums exact.
+        try """
+        0 1 250000 0 105 250000
+        0 2 500000 0 112 500000
+        0 3 250000 0 120 250000
+        1 1 750000 1 123 750000
+        1 2 250000 1 125 250000
+        1 3 1000000 0 127 0
+
+        """.write(toFile: directory + "/log.1", atomically: true, encoding: .utf8)
+        let status = try ChildProcess.run(
+            [
+                "/usr/bin/python3", try Repository.file("scripts/bench.d/pgbench_p99.py"),
+                "100", "110", "110", "120", "120", "125", directory + "/log.1",
+            ], logPath: directory + "/out")
+        #expect(status == 0)
+        let output = try String(contentsOfFile: directory + "/out", encoding: .utf8)
+        // BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX BASE_P50 AFTER_P99 AFTER_N
+        #expect(output == "250.00 500.00 1 2 500.00 250.00 750.00 2\n", "\(output)")
+    }
+
     @Test("scripts/bench --help lists the rows --only accepts")
     func benchHelp() async throws {
         let output = NSTemporaryDirectory() + "caretaker-script-\(UUID().uuidString).out"
