@@ -142,10 +142,9 @@ c1_attempt() {
     wait "$bench_pid" 2>/dev/null || true
     stop_child "$sampler_pid"
     local windows
-    windows=$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
-        "$t1" "$(calc "$t1 + $after_seconds")" "$prefix".*[0-9])
-    read -r c1_base_p50 c1_after_p99 c1_after_n <<<"$(echo "$windows" | cut -d' ' -f6-8)"
-    windows=$(echo "$windows" | cut -d' ' -f1-5)
+    read -r -a windows <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
+        "$t1" "$(calc "$t1 + $after_seconds")" "$prefix".*[0-9])"
+    c1_base_p50=${windows[5]} c1_after_p99=${windows[6]} c1_after_n=${windows[7]}
     local counters
     counters=$(awk -v a="$before" -v b="$after" 'BEGIN {
         n = split(a, x, " "); split(b, y, " ")
@@ -165,7 +164,7 @@ c1_attempt() {
         paced=$(last_run "$db" throttled_ms budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps rested_ms)
     fi
     drop "$db"
-    c1=($windows $rows $(calc "$t1 - $t0") $counters $cpu $during $paced)
+    c1=("${windows[@]:0:5}" $rows $(calc "$t1 - $t0") $counters $cpu $during $paced)
 }
 
 # c1_describe: the figures of one c1_run, as the table shows them.
