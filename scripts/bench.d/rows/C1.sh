@@ -29,6 +29,17 @@ c1_sampler() {
     done >>"$1"
 }
 
+# c1_wait_sampler FILE: with --wait-events, every 10 ms, each app backend's (pgbench's)
+# state and wait event, as "EPOCH|STATE|TYPE:EVENT", EPOCH the sample's (one psql that
+# repeats the query, \watch: no process per sample; exec, so that stopping this child
+# stops it). Each sample is a transaction of its own: it holds back no vacuum.
+c1_wait_sampler() {
+    exec psql -X -q -At -F '|' "$(conninfo postgres)" >"$1" 2>/dev/null <<'SQL'
+SELECT extract(epoch FROM now()), state, wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'pgbench'
+\watch 0.01
+SQL
+}
+
 # c1_config FILE DB VARIANT: expire-content's configuration for a C1 variant (see --help);
 # parts joined by "+" combine (compress+spacing=4s).
 c1_config() {
@@ -114,6 +125,12 @@ c1_attempt() {
     c1_sampler "$prefix.samples" &
     local sampler_pid=$!
     spawned "$sampler_pid"
+    local waits_pid=""
+    if [ "$wait_events" = true ]; then
+        c1_wait_sampler "$prefix.waits" &
+        waits_pid=$!
+        spawned "$waits_pid"
+    fi
     local p0; p0=$(now)
     pgbench -n "${c1_app_args[@]}" -c 4 -j 2 -R "$app_rate" -T 3600 --log --log-prefix="$prefix" \
         -D packs=1000 -D users=10000 -D recent_lo="$lo" -D recent_hi="$hi" \
@@ -141,6 +158,12 @@ c1_attempt() {
     kill -TERM "$bench_pid" 2>/dev/null || true
     wait "$bench_pid" 2>/dev/null || true
     stop_child "$sampler_pid"
+    c1_waits=""
+    if [ -n "$waits_pid" ]; then
+        stop_child "$waits_pid"
+        c1_waits=$("$python3" "$helpers/wait_events.py" "$prefix.waits" "$(calc "$p0 + 1")" "$t0" "$t1" \
+            "$(calc "$t1 + $after_seconds")" | paste -sd '|' | sed 's/|/. /g')
+    fi
     local windows
     read -r -a windows <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
         "$t1" "$(calc "$t1 + $after_seconds")" "$prefix".*[0-9])"
@@ -175,7 +198,7 @@ c1_describe() {
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
     [ "${c1[26]}" != n/a ] && throttle+="; rested ${c1[26]} ms (busy share)"
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_after_ratio)× before), $c1_after_n tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_after_ratio)× before), $c1_after_n tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
 }
 
 row_C1() {

@@ -1,0 +1,66 @@
+"""What the app's backends were doing, before, during and after the expiry (C1 --wait-events).
+
+Usage: wait_events.py SAMPLES BEFORE_FROM DURING_FROM DURING_TO AFTER_TO
+
+SAMPLES holds the lines of C1's wait-event sampler: "EPOCH|STATE|WAIT" for each app
+backend (pgbench's) at each sample, WAIT being "type:event" or empty. A backend with
+state "active" and no wait event is running on a CPU (or waiting for one: PostgreSQL
+cannot tell); one that is not active waits for its client, pgbench, and is left out.
+The windows are [BEFORE_FROM, DURING_FROM), [DURING_FROM, DURING_TO] and
+(DURING_TO, AFTER_TO], as in pgbench_p99.py.
+
+Prints one line per window: "WINDOW: A active backends per sample (N samples); EVENT
+SHARE%, ..." with the events that made up at least 2 % of the active backends' samples,
+largest first. A window without samples prints "WINDOW: no samples".
+"""
+
+import sys
+from collections import Counter
+
+
+def summarize(name, samples, counts):
+    if samples == 0:
+        return f"{name}: no samples"
+    active = sum(counts.values())
+    parts = [f"{name}: {active / samples:.2f} active backends per sample ({samples} samples)"]
+    for event, count in counts.most_common():
+        share = 100 * count / active
+        if share < 2:
+            break
+        parts.append(f"{event} {share:.0f}%")
+    return "; ".join(parts[:1]) + ("; " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def main():
+    if len(sys.argv) != 6:
+        sys.exit(__doc__.split("\n\n")[1])
+    path = sys.argv[1]
+    before_from, during_from, during_to, after_to = (float(a) for a in sys.argv[2:])
+    windows = {"before": (set(), Counter()), "during": (set(), Counter()), "after": (set(), Counter())}
+    with open(path) as lines:
+        for line in lines:
+            fields = line.rstrip("\n").split("|")
+            if len(fields) != 3:
+                continue  # a blank line between two samples
+            try:
+                epoch = float(fields[0])
+            except ValueError:
+                continue
+            if before_from <= epoch < during_from:
+                window = "before"
+            elif during_from <= epoch <= during_to:
+                window = "during"
+            elif during_to < epoch <= after_to:
+                window = "after"
+            else:
+                continue
+            stamps, counts = windows[window]
+            stamps.add(fields[0])
+            if fields[1] == "active":
+                counts[fields[2] or "CPU"] += 1
+    for name, (stamps, counts) in windows.items():
+        print(summarize(name, len(stamps), counts))
+
+
+if __name__ == "__main__":
+    main()
