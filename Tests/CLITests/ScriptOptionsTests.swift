@@ -103,6 +103,55 @@ import Glibc
         #expect(output == "250.00 500.00 1 2 500.00 250.00 750.00 2\n", "\(output)")
     }
 
+    @Test(
+        "scripts/bench --pg-setting takes NAME=VALUE",
+        arguments: ["shared_buffers", "=1GB", "shared_buffers=", "shared buffers=1GB"])
+    func benchBadPgSetting(setting: String) async throws {
+        let result = try await refusal("bench", ["--pg-setting", setting])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "scripts/bench: --pg-setting: '\(setting)' is not NAME=VALUE (e.g. shared_buffers=1GB)\n",
+            "\(result.stderr)")
+    }
+
+    @Test(
+        "scripts/bench's wait-event summary: active backends only, shares of 2 % or more, and C1's three windows with their boundaries"
+    )
+    func waitEventWindows() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-waits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Before [100, 110): 60 samples of one backend on a CPU, and at 100.5 a second
+        // one reading a temporary file: 1 of 61, under 2 %. 99.9 is before every window.
+        var lines = ["99.9|active|IO:DataFileRead"]
+        for tenth in 0..<60 { lines.append(String(format: "%.1f|active|", 100 + Double(tenth) / 10)) }
+        lines.append("100.5|active|IO:BufFileRead")
+        // During [110, 120]: two samples, three active backends; one backend waiting for
+        // pgbench is not active. After (120, 125]: 125 its last instant, 126 past it.
+        lines += [
+            "110.0|active|IO:DataFileWrite", "110.0|idle in transaction|Client:ClientRead",
+            "120.0|active|LWLock:WALWrite", "120.0|active|", "",
+            "123.0|active|IO:DataFileRead", "125.0|idle|Client:ClientRead", "126.0|active|IO:DataFileWrite",
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: directory + "/waits", atomically: true, encoding: .utf8)
+        let status = try ChildProcess.run(
+            [
+                "/usr/bin/python3", try Repository.file("scripts/bench.d/wait_events.py"), directory + "/waits",
+                "100", "110", "120", "125",
+            ], logPath: directory + "/out")
+        #expect(status == 0)
+        let output = try String(contentsOfFile: directory + "/out", encoding: .utf8)
+        #expect(
+            output == """
+                before: 1.02 active backends per sample (60 samples); CPU 98%
+                during: 1.50 active backends per sample (2 samples); IO:DataFileWrite 33%, LWLock:WALWrite 33%, CPU 33%
+                after: 0.50 active backends per sample (2 samples); IO:DataFileRead 100%
+
+                """, "\(output)")
+    }
+
     @Test("scripts/bench --help lists the rows --only accepts")
     func benchHelp() async throws {
         let output = NSTemporaryDirectory() + "caretaker-script-\(UUID().uuidString).out"

@@ -103,14 +103,14 @@ import Testing
         #expect(!expiry.compressWAL)
         let explicit = try parse(
             "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n"
-                + "[jobs.expire-content]\ncompress_wal = true\n")
+                + "[jobs.expire-content]\ncompress_wal = true\nprune_swept_pages = true\n")
         #expect(explicit.worker.batchPause == .milliseconds(5))
         #expect(explicit.job(named: "prune")?.batchSize == 50)
         guard case .expireContent(let compressing)? = explicit.job(named: "expire-content")?.settings else {
             Issue.record("wrong settings")
             return
         }
-        #expect(compressing.compressWAL)
+        #expect(compressing.compressWAL && compressing.pruneSweptPages)
     }
 
     @Test("expire-content spares the app by default: a WAL budget, a replica lag limit, no wait for the WAL flush")
@@ -127,7 +127,7 @@ import Testing
             Issue.record("wrong settings")
             return
         }
-        #expect(!expiry.compressWAL)
+        #expect(!expiry.compressWAL && !expiry.pruneSweptPages)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))

@@ -362,6 +362,7 @@ private final class ExpireContentPass {
         }
         var first: Int64 = 0
         let walBefore = context.walBytes
+        var pruning = Duration.zero
         while first < pages, !context.recordStopIfDue() {
             let last = first + range.pages
             let swept = min(last, pages) - first
@@ -381,11 +382,27 @@ private final class ExpireContentPass {
             }
             if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: wrote) }
             counters.stats.add("swept_pages", Int(swept))
-            first = last
-            context.expectRemainingWAL(sample?.remainingWAL(after: first, wrote: context.walBytes - walBefore))
+            context.expectRemainingWAL(sample?.remainingWAL(after: last, wrote: context.walBytes - walBefore))
             context.pauseBetweenBatches()
+            if settings.pruneSweptPages, !context.recordStopIfDue() { pruning += try prune(first..<(first + swept)) }
+            first = last
         }
+        if settings.pruneSweptPages { counters.stats.add("prune_ms", Int(pruning.microseconds / 1000)) }
         context.expectRemainingWAL(nil)
+    }
+
+    /// Reads the swept heap pages `pages` once more (`prune_swept_pages`), which
+    /// prunes them: PostgreSQL cuts a page's deleted tuples down to dead line pointers
+    /// when it reads a page whose deletions no snapshot can still see, and sets hint
+    /// bits on the rest. Without it the app's own reads do that at their first visit
+    /// to each page. It runs after the pause that follows the range, by when the
+    /// app's transactions older than the deletion have ended, and counts as work for
+    /// the busy share: it is the next stretch's start. Returns the time it took.
+    private func prune(_ pages: Range<Int64>) throws -> Duration {
+        let started = ContinuousClock.now
+        _ = try context.connection.query(queries.prunePostsOnPages, [pages.lowerBound, pages.upperBound])
+        counters.stats.add("pruned_pages", pages.count)
+        return ContinuousClock.now - started
     }
 
     /// Returns true when the range met rows the app holds (its time then says nothing

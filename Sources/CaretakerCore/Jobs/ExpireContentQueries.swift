@@ -95,6 +95,9 @@ struct ExpireContentQueries {
     let deletePosts: String
     /// Deletes due posts on heap pages `[$4, $5)` (a TID range scan): the backlog sweep.
     let deletePostsOnPages: String
+    /// Reads every tuple on heap pages `[$1, $2)` (a TID range scan), which prunes
+    /// the pages and sets hint bits → `visited`.
+    let prunePostsOnPages: String
     /// The same, skipping rows the app holds locked.
     let deleteUnlockedPostsOnPages: String
     /// The due posts on heap pages `[$4, $5)` → `id` (to delete them one by one).
@@ -275,6 +278,10 @@ struct ExpireContentQueries {
         let pageRange = "s.ctid >= format('(%s,0)', $4::bigint)::tid AND s.ctid < format('(%s,0)', $5::bigint)::tid"
         deletePostsOnPages = """
             DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)
+            """
+        prunePostsOnPages = """
+            SELECT count(*) AS visited FROM \(s).posts s
+            WHERE s.ctid >= format('(%s,0)', $1::bigint)::tid AND s.ctid < format('(%s,0)', $2::bigint)::tid
             """
         deleteUnlockedPostsOnPages = """
             DELETE FROM \(s).posts s

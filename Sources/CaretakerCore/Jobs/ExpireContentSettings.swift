@@ -9,6 +9,14 @@ public struct ExpireContentSettings: Sendable {
     /// the app's p99 was no better for it at 5M posts and worse in low-footprint mode
     /// (BENCHMARKS.md, issue 13 part 7); worth it where WAL volume itself costs.
     public var compressWAL: Bool = false
+    /// `prune_swept_pages`: after each sweep range and the pause that follows it, the
+    /// sweep reads the range's pages once more, which prunes them (cuts the deleted
+    /// rows' tuples down to dead line pointers) and sets hint bits, work an app's reads
+    /// otherwise do at their first visit to each page. Off by default: with an app that
+    /// reads what expires it lowered the app's p99 at 5M posts a little (its backends
+    /// were less busy), but counted as work for the busy share it slowed a 2M sweep
+    /// under half the `DELETE`'s pace (BENCHMARKS.md, issue 13 part 11).
+    public var pruneSweptPages: Bool = false
 }
 
 extension ExpireContentSettings {
@@ -24,5 +32,6 @@ extension ExpireContentSettings {
         packFullPopularity = try table.integer(
             "pack_full_popularity", default: packFullPopularity, in: 1...Int(Int32.max))
         compressWAL = try table.bool("compress_wal", default: compressWAL)
+        pruneSweptPages = try table.bool("prune_swept_pages", default: pruneSweptPages)
     }
 }

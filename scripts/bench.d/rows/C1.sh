@@ -52,6 +52,8 @@ c1_config() {
             unthrottled) extra+=('max_wal_rate = ""' 'max_busy_share = ""' 'synchronous_commit = true') ;;
             sync) extra+=('synchronous_commit = true') ;;
             compress) extra+=('compress_wal = true') ;;
+            prune) extra+=('prune_swept_pages = true') ;;
+            noprune) extra+=('prune_swept_pages = false') ;;
             nocompress) extra+=('compress_wal = false') ;;
             rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
             fixed=*) extra+=("max_wal_rate = \"${part#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
