@@ -22,13 +22,10 @@ def summarize(name, samples, counts):
     if samples == 0:
         return f"{name}: no samples"
     active = sum(counts.values())
-    parts = [f"{name}: {active / samples:.2f} active backends per sample ({samples} samples)"]
-    for event, count in counts.most_common():
-        share = 100 * count / active
-        if share < 2:
-            break
-        parts.append(f"{event} {share:.0f}%")
-    return "; ".join(parts[:1]) + ("; " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+    line = f"{name}: {active / samples:.2f} active backends per sample ({samples} samples)"
+    shares = [(event, 100 * count / active) for event, count in counts.most_common()]
+    events = ", ".join(f"{event} {share:.0f}%" for event, share in shares if share >= 2)
+    return f"{line}; {events}" if events else line
 
 
 def main():
