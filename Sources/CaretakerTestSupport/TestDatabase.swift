@@ -3,8 +3,10 @@ import Foundation
 import Logging
 import Postgres
 
-/// A fresh database of its own for one test, on the shared throwaway cluster.
+/// A fresh database of its own for one test, on the shared throwaway cluster (or on
+/// one the test started for itself).
 public struct TestDatabase: @unchecked Sendable {
+    public let server: TemporaryPostgres
     public let name: String
     public let conninfo: String
     /// A connection for arranging and inspecting data (not the one jobs run on).
@@ -13,8 +15,11 @@ public struct TestDatabase: @unchecked Sendable {
     public let appSchema: String
 
     /// `appSchema` other than `public`: migrated into that schema instead of copied from the template.
-    public init(_ test: String = #function, migrated: Bool = true, appSchema: String = "public") throws {
-        let server = TemporaryPostgres.shared
+    public init(
+        _ test: String = #function, migrated: Bool = true, appSchema: String = "public",
+        on server: TemporaryPostgres = .shared
+    ) throws {
+        self.server = server
         name = try server.makeDatabase(test, migrated: migrated && appSchema == "public")
         conninfo = server.conninfo(database: name)
         connection = try server.connect(database: name)
@@ -63,7 +68,7 @@ public struct TestDatabase: @unchecked Sendable {
     public func connectAsWorker() throws -> Connection {
         try Connection(
             .init(
-                conninfo: TemporaryPostgres.shared.workerConninfo(database: name),
+                conninfo: server.workerConninfo(database: name),
                 applicationName: "caretaker-tests"))
     }
 

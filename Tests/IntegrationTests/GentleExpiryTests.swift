@@ -9,8 +9,10 @@ import Testing
 /// commits without the WAL flush, and a streaming standby's replay lag.
 @Suite struct GentleExpiryTests {
     /// A database with `count` posts past the maximum lifetime in an admin pack.
-    static func backlog(_ count: Int, _ test: String = #function) throws -> TestDatabase {
-        let db = try TestDatabase(test)
+    static func backlog(
+        _ count: Int, _ test: String = #function, on server: TemporaryPostgres = .shared
+    ) throws -> TestDatabase {
+        let db = try TestDatabase(test, on: server)
         let admin = try db.connection.query(
             """
             INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '100 days') RETURNING id
@@ -256,32 +258,24 @@ import Testing
         /// deleted: what pruning removes), and pages, after a sweep of a 150,000-post
         /// backlog with `prune_swept_pages` as given.
         func unprunedAfterSweep(prune: Bool?) throws -> (deleted: Int, pages: Int, stats: JobStats) {
-            let name = try server.makeDatabase("pruneSweptPages_\(prune.map { "\($0)" } ?? "unset")")
-            let db = try server.connect(database: name)
-            func count(_ sql: String, _ parameters: any PostgresBindable...) throws -> Int {
-                try db.query(sql, parameters).first?[0].flatMap { Int($0) } ?? 0
-            }
+            let db = try Self.backlog(
+                150_000, "pruneSweptPages_\(prune.map { "\($0)" } ?? "unset")", on: server)
             // Autovacuum would remove the tuples this test counts.
-            try db.execute(
+            try db.connection.execute(
                 script: """
                     CREATE EXTENSION IF NOT EXISTS pageinspect;
                     ALTER TABLE posts SET (autovacuum_enabled = false);
-                    WITH admin AS (INSERT INTO packs (name, is_admin) VALUES ('admin', true) RETURNING id)
-                    INSERT INTO posts (pack_id, likes, created_at, body)
-                    SELECT (SELECT id FROM admin), 0, now() - interval '3 days' - g * interval '1 second',
-                           repeat('post body ', 12)
-                    FROM generate_series(1, 150000) g;
                     """)
-            try db.query("VACUUM ANALYZE posts")
+            try db.connection.query("VACUUM ANALYZE posts")
             let stats = try #require(
                 try Self.run(
-                    "expire-content", conninfo: server.conninfo(database: name),
+                    "expire-content", conninfo: db.conninfo,
                     "[jobs.expire-content]\n" + (prune.map { "prune_swept_pages = \($0)\n" } ?? "")))
             #expect(stats["swept_pages"] > 0 && stats["posts_deleted"] == 150_000, "\(stats)")
-            let pages = try count("SELECT pg_relation_size('posts') / current_setting('block_size')::int")
+            let pages = try db.count("SELECT pg_relation_size('posts') / current_setting('block_size')::int")
             // The last page is left out: PostgreSQL prunes a page on reading it only when
             // the page is nearly full, and the last one may not be.
-            let deleted = try count(
+            let deleted = try db.count(
                 """
                 SELECT count(*) FROM generate_series(0, $1::int - 2) page,
                      heap_page_items(get_raw_page('posts', page)) item
