@@ -73,6 +73,16 @@ import Glibc
             "\(result.stderr)")
     }
 
+    @Test("scripts/bench --window takes a whole number of seconds of 1 or more", arguments: ["0", "2.5", "15s"])
+    func benchBadWindow(seconds: String) async throws {
+        let result = try await refusal("bench", ["--window", seconds])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "scripts/bench: --window: '\(seconds)' is not a whole number of seconds of 1 or more\n",
+            "\(result.stderr)")
+    }
+
     @Test(
         "scripts/bench's C1 windows: a transaction counts where it started (its end minus its latency): before, during (its end included) or after the expiry (its end included)"
     )

@@ -114,7 +114,8 @@ c1_run() {
 # same database, so the ratio compares like with like), and what the cluster did while
 # the expiry ran (counters from its start to 2 s after its end). Sets c1_base_p50, the
 # median before the expiry, and c1_after_p99 and c1_after_n, the p99 and the number of
-# transactions that started in the --after seconds after its end.
+# transactions that started in the --after seconds after its end; with --window, sets
+# c1_window_p99, the p99 of those that started in the --window seconds from its start.
 c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
     clone seeded "$db"
@@ -154,9 +155,12 @@ c1_attempt() {
     # Let transactions that started during the expiry finish and reach the log.
     sleep 2
     after=$(pg_counters); cpu1=$(cpu_ticks)
-    # The app goes on for --after seconds past the end (and 1 s more, for the last
-    # of those to finish): what the deletion left behind, apart from the run itself.
-    sleep "$(calc "($after_seconds > 1) ? $after_seconds - 1 : 0")"
+    # The app goes on for --after seconds past the end, or to the end of the --window
+    # when that is later (and 1 s more, for the last of those to finish): what the
+    # deletion left behind, apart from the run itself.
+    local tail=$after_seconds
+    [ -n "$window_seconds" ] && tail=$(calc "($t0 + $window_seconds - $t1 > $after_seconds) ? $t0 + $window_seconds - $t1 : $after_seconds")
+    sleep "$(calc "($tail > 1) ? $tail - 1 : 0")"
     kill -TERM "$bench_pid" 2>/dev/null || true
     wait "$bench_pid" 2>/dev/null || true
     stop_child "$sampler_pid"
@@ -170,6 +174,14 @@ c1_attempt() {
     read -r -a windows <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
         "$t1" "$(calc "$t1 + $after_seconds")" "$prefix".*[0-9])"
     c1_base_p50=${windows[5]} c1_after_p99=${windows[6]} c1_after_n=${windows[7]}
+    c1_window_p99=""
+    if [ -n "$window_seconds" ]; then
+        # The same baseline; "during" is now the span from the start, nothing after it.
+        local spanned
+        read -r -a spanned <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" \
+            "$(calc "$t0 + $window_seconds")" 0 0 "$prefix".*[0-9])"
+        c1_window_p99=${spanned[1]}
+    fi
     local counters
     counters=$(awk -v a="$before" -v b="$after" 'BEGIN {
         n = split(a, x, " "); split(b, y, " ")
@@ -200,7 +212,9 @@ c1_describe() {
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
     [ "${c1[26]}" != n/a ] && throttle+="; rested ${c1[26]} ms (busy share)"
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_after_ratio)× before), $c1_after_n tx; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
+    local span=""
+    [ -n "$window_seconds" ] && span="; over the $window_seconds s from its start: p99 $c1_window_p99 ms ($(c1_window_ratio)× before)"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_after_ratio)× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
 }
 
 row_C1() {
@@ -225,6 +239,12 @@ row_C1() {
 # c1_after_ratio: the p99 in the --after seconds after the expiry ÷ the p99 before it.
 c1_after_ratio() { fmt %.2f "$(calc "$c1_after_p99 / ${c1[0]}")"; }
 
+# c1_window_ratio: the p99 over the --window seconds from the expiry's start ÷ the p99
+# before it; "-" without --window.
+c1_window_ratio() {
+    if [ -n "$window_seconds" ]; then fmt %.2f "$(calc "$c1_window_p99 / ${c1[0]}")"; else echo -; fi
+}
+
 # c1_series: the single DELETE, then every other variant, each on a fresh copy.
 c1_series() {
     local variant d_rate="" ratio rate label target verdict_text
@@ -238,7 +258,7 @@ c1_series() {
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
-        printf 'single DELETE\t%s\t-\t-\t%s\n' "$ratio" "$(c1_after_ratio)" >>"$work/c1-runs.tsv"
+        printf 'single DELETE\t%s\t-\t-\t%s\t%s\n' "$ratio" "$(c1_after_ratio)" "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
     fi
     for variant in "${variants[@]}"; do
         [ "$variant" = delete ] && continue
@@ -259,7 +279,8 @@ c1_series() {
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
-        printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_after_ratio)" >>"$work/c1-runs.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_after_ratio)" \
+            "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
     done
 }
 
@@ -279,13 +300,18 @@ shares = [float(r[2]) for r in rows if r[2] != "-"]
 met = sum(r[3] == "met" for r in rows)
 judged = sum(r[3] in ("met", "MISSED") for r in rows)
 afters = [float(r[4]) for r in rows]
+spans = [float(r[5]) for r in rows if r[5] != "-"]
 text = f"median {statistics.median(ratios):.2f} (range {min(ratios):.2f}–{max(ratios):.2f})"
 text += f"; after the expiry median {statistics.median(afters):.2f} (range {min(afters):.2f}–{max(afters):.2f})"
+if spans:
+    within = sum(s <= 2 for s in spans)
+    text += (f"; over the {sys.argv[1]} s from its start median {statistics.median(spans):.2f}"
+             f" (range {min(spans):.2f}–{max(spans):.2f}; within 2× in {within} of {len(spans)})")
 if shares:
     text += f"; rows/s ÷ the DELETE median {statistics.median(shares):.2f} (range {min(shares):.2f}–{max(shares):.2f})"
 if judged:
     text += f"; target met in {met} of {judged} runs"
-print(f"{statistics.median(ratios)}\t{statistics.median(shares) if shares else 1}\t{text}")')
+print(f"{statistics.median(ratios)}\t{statistics.median(shares) if shares else 1}\t{text}")' "$window_seconds")
         local median_ratio=${line%%$'\t'*} rest=${line#*$'\t'}
         local median_share=${rest%%$'\t'*} text=${rest#*$'\t'}
         local verdict_text="-"
