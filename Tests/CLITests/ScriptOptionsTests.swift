@@ -63,23 +63,15 @@ import Glibc
             "\(result.stderr)")
     }
 
-    @Test("scripts/bench --after takes a whole number of seconds of 1 or more", arguments: ["0", "2.5", "5s", ""])
-    func benchBadAfter(seconds: String) async throws {
-        let result = try await refusal("bench", ["--after", seconds])
+    @Test(
+        "scripts/bench --after and --window take a whole number of seconds of 1 or more",
+        arguments: ["--after", "--window"], ["0", "2.5", "5s", ""])
+    func benchBadSeconds(option: String, seconds: String) async throws {
+        let result = try await refusal("bench", [option, seconds])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(
             result.stderr
-                == "scripts/bench: --after: '\(seconds)' is not a whole number of seconds of 1 or more\n",
-            "\(result.stderr)")
-    }
-
-    @Test("scripts/bench --window takes a whole number of seconds of 1 or more", arguments: ["0", "2.5", "15s"])
-    func benchBadWindow(seconds: String) async throws {
-        let result = try await refusal("bench", ["--window", seconds])
-        #expect(result.status == 64, "\(result.stderr)")
-        #expect(
-            result.stderr
-                == "scripts/bench: --window: '\(seconds)' is not a whole number of seconds of 1 or more\n",
+                == "scripts/bench: \(option): '\(seconds)' is not a whole number of seconds of 1 or more\n",
             "\(result.stderr)")
     }
 
