@@ -106,6 +106,43 @@ import Glibc
     }
 
     @Test(
+        "scripts/bench.d/timeline.py: a kept C1 attempt's app p99 by bucket from the expiry's start, with the server log's checkpoints and posts' autovacuum"
+    )
+    func timeline() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-timeline-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory + "/pg", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The expiry ran from 1800000000 (2027-01-15 08:00:00 UTC) for 10 s. The app's
+        // transactions started at -5 s (2 ms), +1 s (40 ms) and +6 s (3 ms); the .out
+        // file is not a log. The vacuum's line comes at its end, +9 s, after 6.5 s.
+        try "default 1799999980 1800000000 1800000010\n".write(
+            toFile: directory + "/c1-spans", atomically: true, encoding: .utf8)
+        try "0 1 2000 0 1799999995 2000\n0 2 40000 0 1800000001 40000\n1 1 3000 1 1800000006 3000\n".write(
+            toFile: directory + "/c1-c1_default.123", atomically: true, encoding: .utf8)
+        try "not a pgbench log\n".write(toFile: directory + "/c1-c1_default.out", atomically: true, encoding: .utf8)
+        try """
+        2027-01-15 08:00:01.500 UTC [10] LOG:  checkpoint starting: wal
+        2027-01-15 08:00:07.000 UTC [10] LOG:  checkpoint complete: wrote 1 buffers (0.0%); write=1.000 s, sync=0.250 s, total=1.300 s
+        2027-01-15 08:00:09.000 UTC [11] LOG:  automatic vacuum of table "c1_default.public.posts": index scans: 1
+        \tsystem usage: CPU: user: 0.10 s, system: 0.00 s, elapsed: 6.50 s
+
+        """.write(toFile: directory + "/pg/server.log", atomically: true, encoding: .utf8)
+        let status = try ChildProcess.run(
+            ["/usr/bin/python3", try Repository.file("scripts/bench.d/timeline.py"), directory, "5", "5"],
+            logPath: directory + "/out")
+        #expect(status == 0)
+        let output = try String(contentsOfFile: directory + "/out", encoding: .utf8)
+        #expect(
+            output == """
+                default: expiry 10.0 s, baseline p99 2.00 ms
+                     -5.0     1     2.00     2.00
+                     +0.0     1    40.00    40.00  checkpoint start; autovacuum of posts starts
+                     +5.0     1     3.00     3.00  checkpoint end (sync 0.250 s); autovacuum of posts ends
+
+                """, "\(output)")
+    }
+
+    @Test(
         "scripts/bench --pg-setting takes NAME=VALUE",
         arguments: ["shared_buffers", "=1GB", "shared_buffers=", "shared buffers=1GB"])
     func benchBadPgSetting(setting: String) async throws {

@@ -73,6 +73,7 @@ import Testing
         for (left, right) in zip(pi.jobs, piDefaults.jobs) {
             #expect(left.batchSize == right.batchSize && left.batchPause == right.batchPause, "\(left.name)")
             #expect(left.maxWALRate == right.maxWALRate, "\(left.name)")
+            #expect(left.waitForVacuum == right.waitForVacuum, "\(left.name)")
         }
         guard case .expireContent(let expiry)? = pi.job(named: "expire-content")?.settings,
             case .sendTempPasswords(let mail)? = pi.job(named: "send-temp-passwords")?.settings
@@ -91,6 +92,10 @@ import Testing
         #expect(configuration.worker.batchPause == .milliseconds(100))
         #expect(configuration.job(named: "expire-content")?.batchSize == 200)
         #expect(configuration.job(named: "expire-content")?.maxWALRate == 16 << 20)
+        // Only the backlog job waits for a running vacuum, and only in this mode.
+        #expect(configuration.job(named: "expire-content")?.waitForVacuum == true)
+        #expect(configuration.job(named: "prune")?.waitForVacuum == false)
+        #expect(try parse("").job(named: "expire-content")?.waitForVacuum == false)
         guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
             Issue.record("wrong settings")
             return
@@ -102,9 +107,11 @@ import Testing
         }
         #expect(!expiry.compressWAL)
         let explicit = try parse(
-            "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\n"
-                + "[jobs.expire-content]\ncompress_wal = true\nprune_swept_pages = true\n")
+            "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\nwait_for_vacuum = true\n"
+                + "[jobs.expire-content]\ncompress_wal = true\nprune_swept_pages = true\nwait_for_vacuum = false\n")
         #expect(explicit.worker.batchPause == .milliseconds(5))
+        #expect(explicit.job(named: "expire-content")?.waitForVacuum == false)
+        #expect(explicit.job(named: "prune")?.waitForVacuum == true)
         #expect(explicit.job(named: "prune")?.batchSize == 50)
         guard case .expireContent(let compressing)? = explicit.job(named: "expire-content")?.settings else {
             Issue.record("wrong settings")
@@ -229,6 +236,7 @@ import Testing
             ("[jobs.prune]\nmax_busy_share = \"0.5\"\n", 2, "jobs.prune.max_busy_share"),
             ("[jobs.expire-content]\n\nmax_replica_lag = \"soon\"\n", 3, "jobs.expire-content.max_replica_lag"),
             ("[jobs.expire-content]\nsynchronous_commit = \"off\"\n", 2, "jobs.expire-content.synchronous_commit"),
+            ("[jobs.expire-content]\nwait_for_vacuum = \"yes\"\n", 2, "jobs.expire-content.wait_for_vacuum"),
         ])
     func errors(text: String, line: Int, key: String) throws {
         let found = try #require(error(text))

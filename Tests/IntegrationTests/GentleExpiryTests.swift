@@ -106,12 +106,7 @@ import Testing
     func longRestStopsAtMaxRuntime() throws {
         let db = try Self.backlog(400)
         // Every batch takes at least 50 ms: the rest after the first would be ~5 s.
-        try db.connection.execute(
-            script: """
-                CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$;
-                CREATE TRIGGER slow_delete AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION slow_delete();
-                """)
+        try Self.slowDeletes(in: db)
         let started = ContinuousClock.now
         let stats = try db.runSucceeding(
             "expire-content",
@@ -120,6 +115,79 @@ import Testing
         let took = ContinuousClock.now - started
         #expect(stats["posts_deleted"] > 0 && stats["posts_deleted"] < 400, "\(stats)")
         #expect(took < .seconds(2), "the run took \(took): \(stats)")
+    }
+
+    /// Makes every statement that deletes posts in `db` take at least 50 ms.
+    static func slowDeletes(in db: TestDatabase) throws {
+        try db.connection.execute(
+            script: """
+                CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$;
+                CREATE TRIGGER slow_delete AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION slow_delete();
+                """)
+    }
+
+    @Test(
+        "wait_for_vacuum: while a vacuum runs in the job's database its batches wait, for at most half of the run's time; a vacuum in another database, or the key off, does not hold it"
+    )
+    func waitForVacuum() throws {
+        let db = try Self.backlog(2000)
+        try Self.slowDeletes(in: db)
+        // A VACUUM that sleeps 100 ms after each of its ~350 pages: half a minute.
+        try db.connection.execute(
+            script: """
+                CREATE TABLE vacuum_me AS SELECT g, repeat('x', 500) AS filler FROM generate_series(1, 5000) g;
+                ALTER TABLE posts SET (autovacuum_enabled = false);
+                """)
+        let name = db.name
+        let vacuum = BackgroundThread {
+            let connection = try TemporaryPostgres.shared.connect(database: name)
+            try connection.query("SET vacuum_cost_delay = '100ms'")
+            try connection.query("SET vacuum_cost_limit = 1")
+            try connection.query("VACUUM vacuum_me")
+        }
+        var running: Int?
+        let started = try eventually {
+            running = try db.connection.query(
+                "SELECT pid FROM pg_stat_progress_vacuum WHERE relid = 'vacuum_me'::regclass"
+            ).first?.int("pid")
+            return running != nil
+        }
+        let vacuumPID = try #require(running, "the VACUUM never showed in pg_stat_progress_vacuum (\(started))")
+        defer {
+            _ = try? db.connection.query("SELECT pg_cancel_backend($1)", vacuumPID)
+            _ = try? vacuum.value()
+        }
+        let config =
+            "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"\"\nmax_busy_share = \"\"\nwait_for_vacuum = "
+        // Elsewhere nothing runs: a database with its own backlog goes without waiting.
+        let elsewhere = try Self.backlog(2000, "waitForVacuumElsewhere")
+        try elsewhere.connection.query("ALTER TABLE posts SET (autovacuum_enabled = false)")
+        let notHere = try elsewhere.runSucceeding("expire-content", config + "true\n")
+        #expect(notHere["posts_deleted"] == 2000)
+        #expect(!notHere.counters.contains { $0.name == "vacuum_wait_ms" }, "\(notHere)")
+        // Off: the run goes on beside the vacuum.
+        let ignoring = try db.runSucceeding("expire-content", config + "false\n")
+        #expect(ignoring["posts_deleted"] == 2000)
+        #expect(!ignoring.counters.contains { $0.name == "vacuum_wait_ms" }, "\(ignoring)")
+        try db.connection.query(
+            """
+            INSERT INTO posts (pack_id, likes, created_at)
+            SELECT (SELECT id FROM packs LIMIT 1), 0, now() - interval '3 days' FROM generate_series(1, 2000)
+            """)
+        let log = LineOutput.capturing()
+        let runStarted = ContinuousClock.now
+        let waiting = try db.runSucceeding("expire-content", config + "true\n", logOutput: log)
+        let took = ContinuousClock.now - runStarted
+        #expect(waiting["posts_deleted"] == 2000)
+        // Twenty batches of at least 50 ms each: a second or more of other things, so
+        // it waited some 250-ms polls, and in all at most half of the run's time.
+        #expect(waiting["vacuum_wait_ms"] >= 250, "\(waiting)")
+        #expect(Double(waiting["vacuum_wait_ms"]) <= Double(took.microseconds) / 2000, "took \(took): \(waiting)")
+        #expect(
+            try db.count("SELECT count(*) FROM pg_stat_progress_vacuum WHERE pid = $1", vacuumPID) == 1,
+            "the vacuum ended before the run: the bound was not tested")
+        #expect(log.lines.filter { $0.contains("wait_for_vacuum") }.count == 1, "\(log.lines)")
     }
 
     /// The `synchronous_commit` in force when a statement deletes posts, as the app's trigger sees it.

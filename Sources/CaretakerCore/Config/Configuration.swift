@@ -126,6 +126,10 @@ public struct JobConfiguration: Sendable {
     /// The most of the wall clock, in percent, the job's batches may keep busy
     /// (`max_busy_share`, `BusyShare`); `nil`: no such limit.
     public var maxBusyShare: Int? = nil
+    /// While PostgreSQL vacuums a table in the job's database, the job's batches wait,
+    /// for at most half of the run's time (`wait_for_vacuum`, `VacuumWait`). On by
+    /// default in low-footprint mode for a job that works through backlogs.
+    public var waitForVacuum: Bool = false
     /// With an adaptive WAL budget: while a backlog forces checkpoints, keep them at least
     /// this far apart (`checkpoint_spacing`, `WriteBudget.checkpointCap`); `nil`: no cap.
     public var checkpointSpacing: CheckpointSpacing? = .scaled

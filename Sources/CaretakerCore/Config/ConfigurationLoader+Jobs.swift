@@ -141,6 +141,8 @@ extension ConfigurationLoader {
             maxBusyShare: try table.optionalPercent(
                 "max_busy_share", default: builtIn?.isIdempotentBulkWork == true ? defaultMaxBusyShare : nil,
                 in: 1...100),
+            waitForVacuum: try table.bool(
+                "wait_for_vacuum", default: worker.lowFootprint && builtIn?.isIdempotentBulkWork == true),
             checkpointSpacing: try checkpointSpacing(&table),
             synchronousCommit: try table.bool("synchronous_commit", default: !(builtIn?.isIdempotentBulkWork ?? false)),
             settings: settings)

@@ -2,9 +2,10 @@ import Logging
 import Postgres
 
 /// How a job's batches spare the app: the WAL budget (`max_wal_rate`, steered by
-/// `max_commit_slowdown`), the busy share (`max_busy_share`), `batch_pause` and the
-/// standbys' replay lag (`max_replica_lag`). `JobContext` books every batch's WAL
-/// here and asks it how long to wait before the next one.
+/// `max_commit_slowdown`), the busy share (`max_busy_share`), `batch_pause`, the
+/// standbys' replay lag (`max_replica_lag`) and a running vacuum (`wait_for_vacuum`).
+/// `JobContext` books every batch's WAL here and asks it how long to wait before the
+/// next one.
 final class WritePacer {
     private let job: JobConfiguration
     private let logger: Logger
@@ -45,6 +46,10 @@ final class WritePacer {
     /// Where the current stretch of work began: the pacer's creation (the run's
     /// start), then the end of each pause.
     private var workingSince = ContinuousClock.now
+    /// When the run started (the pacer's creation).
+    private let runStarted = ContinuousClock.now
+    private var vacuumWait = VacuumWait()
+    private var toldOfVacuum = false
     private var waitedForReplicas: Duration = .zero
     private var warnedHiddenReplicas = false
     private var toldOfLaggingReplica = false
@@ -91,6 +96,7 @@ final class WritePacer {
             probeCommit(on: connection)
         }
         if let limit = job.maxReplicaLag { waitForReplicas(limit, on: connection, shouldStop: shouldStop) }
+        if job.waitForVacuum { waitForVacuum(on: connection, shouldStop: shouldStop) }
         workingSince = .now
     }
 
@@ -213,8 +219,36 @@ final class WritePacer {
         }
     }
 
-    /// `throttled_ms` (the WAL budget), `rested_ms` (the busy share) and
-    /// `replica_wait_ms`, when the run waited for them;
+    /// While a vacuum runs in this database, waits `VacuumWait.poll` at a time, as
+    /// long as `VacuumWait` allows a whole one. Asks at every pause while a vacuum runs, and at
+    /// most every `VacuumWait.checkInterval` otherwise. Any role may see that a vacuum
+    /// runs in its database (`pg_stat_progress_vacuum` hides only which table without
+    /// `pg_read_all_stats`), so it waits for a vacuum of any table there: on a small
+    /// machine the app pays for two bulk jobs at once whichever table the other one
+    /// works on. A failed look counts as no vacuum.
+    private func waitForVacuum(on connection: Connection, shouldStop: () -> Bool) {
+        guard vacuumWait.shouldCheck(at: .now) else { return }
+        while !shouldStop() {
+            let running = (try? connection.query(Self.vacuumsRunning).first?.int("vacuums")) ?? 0
+            vacuumWait.sawVacuum = running > 0
+            // Whole polls only: a sliver of allowance, renewed by the time the look
+            // itself takes, would keep the run looking until the vacuum ends.
+            guard running > 0, vacuumWait.allowance(after: .now - runStarted) >= VacuumWait.poll else { break }
+            if !toldOfVacuum {
+                toldOfVacuum = true
+                logger.info("a vacuum runs in this database; batches wait for it (wait_for_vacuum)")
+            }
+            OSThread.sleep(for: VacuumWait.poll)
+            vacuumWait.waited += VacuumWait.poll
+        }
+    }
+
+    /// Vacuums running in the connection's database, autovacuum's and anyone's.
+    static let vacuumsRunning =
+        "SELECT count(*)::int AS vacuums FROM pg_stat_progress_vacuum WHERE datname = current_database()"
+
+    /// `throttled_ms` (the WAL budget), `rested_ms` (the busy share),
+    /// `replica_wait_ms` and `vacuum_wait_ms`, when the run waited for them;
     /// `wal_charged_bytes`, what it booked on the budget beyond its WAL; with an
     /// adaptive budget, `budget_cuts` and the lowest and last rate (`wal_rate_*_kbps`).
     func addStats(to stats: inout JobStats) {
@@ -227,6 +261,7 @@ final class WritePacer {
             stats.add("wal_rate_last_kbps", Int(budget.bytesPerSecond / 1024))
         }
         if waitedForReplicas > .zero { stats.add("replica_wait_ms", Int(waitedForReplicas.microseconds / 1000)) }
+        if vacuumWait.waited > .zero { stats.add("vacuum_wait_ms", Int(vacuumWait.waited.microseconds / 1000)) }
     }
 }
 
@@ -269,6 +304,40 @@ enum BusyShare {
         guard busy > .zero, share < 100 else { return .zero }
         return busy * (100 - share) / max(1, share)
     }
+}
+
+/// `wait_for_vacuum`: while PostgreSQL vacuums a table in the job's database, the
+/// batches wait. Measured in low-footprint mode (BENCHMARKS.md, issue 13 part 14): a
+/// 5M backlog's sweep starts autovacuum on `posts` about 50 s in; while both ran the
+/// app's p99 was 1.3–2× its usual, with either alone near it. The waits take at most
+/// half of the run's time (as long as everything else it did, its other pauses
+/// included: a low-footprint sweep's own work is a twentieth of its time), so the
+/// run goes at least half as fast as it would without them, and a vacuum that takes
+/// hours (a large table on an SD card) delays the expiry but never stalls it.
+struct VacuumWait {
+    /// How long one wait lasts before the run asks again.
+    static let poll: Duration = .milliseconds(250)
+    /// How often, between batches, the run asks whether a vacuum runs.
+    static let checkInterval: Duration = .seconds(1)
+
+    /// What the run has waited for vacuums so far.
+    var waited: Duration = .zero
+    /// Whether a vacuum ran at the latest look.
+    var sawVacuum = false
+    private var lastCheck: ContinuousClock.Instant?
+
+    /// True when the run should ask now: at every pause while a vacuum ran at the
+    /// latest look (the run's work since then allows more waiting), otherwise at
+    /// most once per `checkInterval`.
+    mutating func shouldCheck(at now: ContinuousClock.Instant) -> Bool {
+        if !sawVacuum, let lastCheck, now - lastCheck < Self.checkInterval { return false }
+        lastCheck = now
+        return true
+    }
+
+    /// How much longer the run may wait now, `elapsed` after its start: what it spent
+    /// on everything else, less what it waited already.
+    func allowance(after elapsed: Duration) -> Duration { max(.zero, elapsed - waited * 2) }
 }
 
 /// The WAL budget (`max_wal_rate`): a batch that wrote `bytes` books `bytes ÷ rate`

@@ -55,6 +55,8 @@ c1_config() {
             prune) extra+=('prune_swept_pages = true') ;;
             noprune) extra+=('prune_swept_pages = false') ;;
             nocompress) extra+=('compress_wal = false') ;;
+            vacuumwait) extra+=('wait_for_vacuum = true') ;;
+            novacuumwait) extra+=('wait_for_vacuum = false') ;;
             rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
             fixed=*) extra+=("max_wal_rate = \"${part#fixed=}/s\"" 'max_commit_slowdown = ""') ;;
             slowdown=*) extra+=("max_commit_slowdown = \"${part#slowdown=}%\"") ;;
@@ -109,7 +111,7 @@ c1_run() {
 # Sets c1 to "BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX ROWS SECONDS WAL_MB FPI RECORDS
 # BUFFERS_FULL WAL_SYNCS CKPT_TIMED CKPT_REQ BUF_CKPT BUF_CLEAN BUF_BACKEND CPU_BUSY%
 # IOWAIT% AUTOVACUUM MAX_LAG_MS MAX_LAG_MB THROTTLED_MS BUDGET_CUTS LOWEST_KBPS LAST_KBPS
-# RESTED_MS": the p99 of transactions that
+# RESTED_MS VACUUM_WAIT_MS": the p99 of transactions that
 # started before the expiry and of those that started while it ran (same pgbench run,
 # same database, so the ratio compares like with like), and what the cluster did while
 # the expiry ran (counters from its start to 2 s after its end). Sets c1_base_p50, the
@@ -152,6 +154,8 @@ c1_attempt() {
         rows=$(last_run "$db" posts_deleted)
     fi
     t1=$(now)
+    # For a look afterwards (--keep): when the app started, and the expiry's span.
+    echo "$variant $p0 $t0 $t1" >>"$work/c1-spans"
     # Let transactions that started during the expiry finish and reach the log.
     sleep 2
     after=$(pg_counters); cpu1=$(cpu_ticks)
@@ -195,10 +199,10 @@ c1_attempt() {
             if ($2 > av) av = $2; if ($3 > lag) lag = $3; if ($4 > bytes) bytes = $4 }
         END { printf "%s %d %.1f", (av > 0 ? "yes" : "no"), (lag == "" ? -1 : lag), (bytes == "" ? -1 : bytes / 1048576) }' "$prefix.samples")
     # How caretaker's run paced itself, from its stats in one read: throttled, the
-    # budget's cuts, lowest and last rate, rested (c1[22] to c1[26]).
-    local paced="n/a n/a n/a n/a n/a"
+    # budget's cuts, lowest and last rate, rested, waited for vacuums (c1[22] to c1[27]).
+    local paced="n/a n/a n/a n/a n/a n/a"
     if [ "$variant" != delete ]; then
-        paced=$(last_run "$db" throttled_ms budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps rested_ms)
+        paced=$(last_run "$db" throttled_ms budget_cuts wal_rate_lowest_kbps wal_rate_last_kbps rested_ms vacuum_wait_ms)
     fi
     drop "$db"
     c1=("${windows[@]:0:5}" $rows $(calc "$t1 - $t0") $counters $cpu $during $paced)
@@ -211,6 +215,7 @@ c1_describe() {
     local throttle=""
     [ "${c1[22]}" != n/a ] && throttle="; throttled ${c1[22]} ms"
     [ "${c1[26]}" != n/a ] && throttle+="; rested ${c1[26]} ms (busy share)"
+    [ "${c1[27]}" != n/a ] && throttle+="; waited ${c1[27]} ms for vacuums"
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     local span=""
     [ -n "$window_seconds" ] && span="; over the $window_seconds s from its start: p99 $c1_window_p99 ms ($(c1_window_ratio)× before)"

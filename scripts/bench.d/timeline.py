@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""C1, after `scripts/bench --keep`: where in each expiry the app paid.
+Usage: timeline.py WORKDIR [STEP_SECONDS (default 5)] [AFTER_SECONDS (default 60)]
+For every C1 attempt in WORKDIR/c1-spans ("VARIANT APP_START T0 T1", epoch seconds),
+the app's transactions (its pgbench logs, WORKDIR/c1-c1_VARIANT.*) by the STEP-second
+bucket they started in, from 10 s before the expiry to AFTER_SECONDS after its end:
+  +SECONDS  N  P99_MS  MAX_MS  EVENTS
+SECONDS counts from the expiry's start. EVENTS are what the server log
+(WORKDIR/pg/server.log, log_checkpoints on) says happened in that bucket: a
+checkpoint's start and end (with its sync time), an autovacuum or autoanalyze of
+posts ending, and, from its elapsed time, when that vacuum started (its log line
+comes only at the end, and only with log_autovacuum_min_duration = 0).
+Each attempt starts with "VARIANT: expiry T1-T0 s, baseline p99 MS" (the 9 s before)."""
+import datetime, glob, math, re, sys
+
+work = sys.argv[1]
+step = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+after = float(sys.argv[3]) if len(sys.argv) > 3 else 60.0
+
+stamp = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC \[\d+\] LOG:  (.*)$")
+
+
+def epoch(text):
+    moment = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f")
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def server_events(path):
+    """(epoch, words) for checkpoints and posts' autovacuums, in log order."""
+    events, pending = [], None
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        return events
+    for line in lines:
+        found = stamp.match(line)
+        if found:
+            pending = None
+            at, message = epoch(found.group(1)), found.group(2)
+            if message.startswith("checkpoint starting"):
+                events.append((at, "checkpoint start"))
+            elif message.startswith("checkpoint complete"):
+                sync = re.search(r"sync=([\d.]+) s", message)
+                events.append((at, f"checkpoint end (sync {sync.group(1) if sync else '?'} s)"))
+            elif re.match(r'automatic (aggressive )?(vacuum|analyze) of table "[^"]*\.posts"', message):
+                what = "autoanalyze" if "analyze of" in message else "autovacuum"
+                events.append((at, f"{what} of posts ends"))
+                pending = (at, what)
+        elif pending and "elapsed:" in line:
+            elapsed = re.search(r"elapsed: ([\d.]+) s", line)
+            if elapsed and pending[1] == "autovacuum":
+                events.append((pending[0] - float(elapsed.group(1)), "autovacuum of posts starts"))
+            pending = None
+    return sorted(events)
+
+
+def transactions(pattern):
+    """(start, latency_ms) of every transaction in the pgbench logs matching pattern."""
+    found = []
+    for path in glob.glob(pattern):
+        if not re.search(r"\.\d+(\.\d+)?$", path):
+            continue
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 6:
+                    continue
+                latency = int(parts[2]) / 1e6
+                found.append((int(parts[4]) + int(parts[5]) / 1e6 - latency, latency * 1000))
+    return found
+
+
+def p99(values):
+    values = sorted(values)
+    return values[max(0, math.ceil(0.99 * len(values)) - 1)] if values else float("nan")
+
+
+events = server_events(f"{work}/pg/server.log")
+for line in open(f"{work}/c1-spans"):
+    variant, _, t0, t1 = line.split()
+    t0, t1 = float(t0), float(t1)
+    db = "c1_" + re.sub(r"[^a-z0-9]", "_", variant)
+    app = transactions(f"{work}/c1-{db}.*")
+    base = [ms for start, ms in app if t0 - 9 <= start < t0]
+    print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {p99(base):.2f} ms")
+    bucket = t0 - 10
+    while bucket < t1 + after:
+        inside = [ms for start, ms in app if bucket <= start < bucket + step]
+        marks = [words for at, words in events if bucket <= at < bucket + step]
+        if inside or marks:
+            print(f"  {bucket - t0:+7.1f} {len(inside):5d} {p99(inside):8.2f} {max(inside, default=float('nan')):8.2f}"
+                  + (f"  {'; '.join(marks)}" if marks else ""))
+        bucket += step
