@@ -308,8 +308,9 @@ enum BusyShare {
 
 /// `wait_for_vacuum`: while PostgreSQL vacuums a table in the job's database, the
 /// batches wait. Measured in low-footprint mode (BENCHMARKS.md, issue 13 part 14): a
-/// 5M backlog's sweep starts autovacuum on `posts` about 50 s in; while both ran the
-/// app's p99 was 1.3–2× its usual, with either alone near it. The waits take at most
+/// 5M backlog's sweep starts autovacuum on `posts` 50–64 s in, and from then to the
+/// run's end the app's p99 was 1.7–2.3× its usual, against 1.3–1.5× before; waiting,
+/// 1.1–1.4× in three runs of four. The waits take at most
 /// half of the run's time (as long as everything else it did, its other pauses
 /// included: a low-footprint sweep's own work is a twentieth of its time), so the
 /// run goes at least half as fast as it would without them, and a vacuum that takes
