@@ -12,6 +12,8 @@ posts ending, and, from its elapsed time, when that vacuum started (its log line
 comes only at the end, and only with log_autovacuum_min_duration = 0).
 Each attempt starts with "VARIANT: expiry T1-T0 s, baseline p99 MS" (the 9 s before)."""
 import datetime, glob, math, re, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+from pgbench_log import transactions
 
 work = sys.argv[1]
 step = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
@@ -54,20 +56,11 @@ def server_events(path):
     return sorted(events)
 
 
-def transactions(pattern):
+def app_transactions(pattern):
     """(start, latency_ms) of every transaction in the pgbench logs matching pattern."""
-    found = []
-    for path in glob.glob(pattern):
-        if not re.search(r"\.\d+(\.\d+)?$", path):
-            continue
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 6:
-                    continue
-                latency = int(parts[2]) / 1e6
-                found.append((int(parts[4]) + int(parts[5]) / 1e6 - latency, latency * 1000))
-    return found
+    return [(start, latency * 1000)
+            for path in glob.glob(pattern) if re.search(r"\.\d+(\.\d+)?$", path)
+            for start, latency in transactions(path)]
 
 
 def p99(values):
@@ -80,7 +73,7 @@ for line in open(f"{work}/c1-spans"):
     variant, _, t0, t1 = line.split()
     t0, t1 = float(t0), float(t1)
     db = "c1_" + re.sub(r"[^a-z0-9]", "_", variant)
-    app = transactions(f"{work}/c1-{db}.*")
+    app = app_transactions(f"{work}/c1-{db}.*")
     base = [ms for start, ms in app if t0 - 9 <= start < t0]
     print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {p99(base):.2f} ms")
     bucket = t0 - 10
