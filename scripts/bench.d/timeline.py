@@ -28,7 +28,8 @@ def epoch(text):
 
 
 def server_events(path):
-    """(epoch, words) for checkpoints and posts' autovacuums, in log order."""
+    """(epoch, words) for checkpoints and posts' autovacuums, in time order. The
+    bench's cluster logs its times in UTC; lines in another zone are not matched."""
     events, pending = [], None
     try:
         lines = open(path).read().splitlines()
