@@ -1,7 +1,9 @@
-"""Reading pgbench --log files (PostgreSQL 15), for pgbench_p99.py and timeline.py.
+"""Reading pgbench --log files (PostgreSQL 15), for pgbench_p99.py and timeline.py,
+and the quantile both take of the latencies.
 A line: client_id transaction_no latency_us script_no end_epoch end_us [schedule_lag_us].
 A transaction's start is its end minus its latency; under --rate the latency counts
 from the scheduled start, so time spent queued behind a stall counts too."""
+import math
 
 
 def transactions(path):
@@ -13,3 +15,11 @@ def transactions(path):
                 continue
             latency = int(parts[2]) / 1e6
             yield int(parts[4]) + int(parts[5]) / 1e6 - latency, latency
+
+
+def quantile(values, q):
+    """The q-quantile (0 < q <= 1) of values by the nearest rank; NaN when there are none."""
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)]

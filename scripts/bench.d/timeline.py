@@ -11,9 +11,9 @@ checkpoint's start and end (with its sync time), an autovacuum or autoanalyze of
 posts ending, and, from its elapsed time, when that vacuum started (its log line
 comes only at the end, and only with log_autovacuum_min_duration = 0).
 Each attempt starts with "VARIANT: expiry T1-T0 s, baseline p99 MS" (the 9 s before)."""
-import datetime, glob, math, re, sys
+import datetime, glob, re, sys
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
-from pgbench_log import transactions
+from pgbench_log import quantile, transactions
 
 work = sys.argv[1]
 step = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
@@ -64,11 +64,6 @@ def app_transactions(pattern):
             for start, latency in transactions(path)]
 
 
-def p99(values):
-    values = sorted(values)
-    return values[max(0, math.ceil(0.99 * len(values)) - 1)] if values else float("nan")
-
-
 events = server_events(f"{work}/pg/server.log")
 for line in open(f"{work}/c1-spans"):
     variant, _, t0, t1 = line.split()
@@ -76,12 +71,12 @@ for line in open(f"{work}/c1-spans"):
     db = "c1_" + re.sub(r"[^a-z0-9]", "_", variant)
     app = app_transactions(f"{work}/c1-{db}.*")
     base = [ms for start, ms in app if t0 - 9 <= start < t0]
-    print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {p99(base):.2f} ms")
+    print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {quantile(base, 0.99):.2f} ms")
     bucket = t0 - 10
     while bucket < t1 + after:
         inside = [ms for start, ms in app if bucket <= start < bucket + step]
         marks = [words for at, words in events if bucket <= at < bucket + step]
         if inside or marks:
-            print(f"  {bucket - t0:+7.1f} {len(inside):5d} {p99(inside):8.2f} {max(inside, default=float('nan')):8.2f}"
+            print(f"  {bucket - t0:+7.1f} {len(inside):5d} {quantile(inside, 0.99):8.2f} {max(inside, default=float('nan')):8.2f}"
                   + (f"  {'; '.join(marks)}" if marks else ""))
         bucket += step
