@@ -133,7 +133,8 @@ import Testing
     func waitForVacuum() throws {
         let db = try Self.backlog(2000)
         try Self.slowDeletes(in: db)
-        // A VACUUM that sleeps 100 ms after each of its ~350 pages: half a minute.
+        // A VACUUM that sleeps 100 ms after each of its ~350 pages: about a minute
+        // (68 s on CI-like load), well past the three runs below.
         try db.connection.execute(
             script: """
                 CREATE TABLE vacuum_me AS SELECT g, repeat('x', 500) AS filler FROM generate_series(1, 5000) g;
