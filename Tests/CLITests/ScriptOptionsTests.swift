@@ -106,7 +106,7 @@ import Glibc
     }
 
     @Test(
-        "scripts/bench.d/timeline.py: a kept C1 attempt's app p99 by bucket from the expiry's start, with the server log's checkpoints and posts' autovacuum"
+        "scripts/bench.d/timeline.py: a kept C1 attempt's app p99 by bucket from the expiry's start, with the server log's checkpoints, posts' autovacuum and the app's wait events"
     )
     func timeline() throws {
         let directory = NSTemporaryDirectory() + "caretaker-timeline-\(UUID().uuidString)"
@@ -127,6 +127,21 @@ import Glibc
         \tsystem usage: CPU: user: 0.10 s, system: 0.00 s, elapsed: 6.50 s
 
         """.write(toFile: directory + "/pg/server.log", atomically: true, encoding: .utf8)
+        // Wait-event samples (--wait-events): before the first bucket, none counted; in
+        // +0, three events of active backends (an idle one is left out); in +5 one; in
+        // +10, where no transaction started, one on a CPU.
+        try """
+        1799999985.0|active|IO:DataFileRead
+        1800000001.0|active|LWLock:WALWrite
+        1800000001.0|active|IO:WALInitWrite
+        1800000001.0|idle|Client:ClientRead
+
+        1800000001.5|active|LWLock:WALWrite
+        1800000002.0|active|
+        1800000007.0|active|IO:DataFileWrite
+        1800000012.0|active|
+
+        """.write(toFile: directory + "/c1-c1_default.waits", atomically: true, encoding: .utf8)
         let status = try ChildProcess.run(
             ["/usr/bin/python3", try Repository.file("scripts/bench.d/timeline.py"), directory, "5", "5"],
             logPath: directory + "/out")
@@ -136,8 +151,9 @@ import Glibc
             output == """
                 default: expiry 10.0 s, baseline p99 2.00 ms
                      -5.0     1     2.00     2.00
-                     +0.0     1    40.00    40.00  checkpoint start; autovacuum of posts starts
-                     +5.0     1     3.00     3.00  checkpoint end (sync 0.250 s); autovacuum of posts ends
+                     +0.0     1    40.00    40.00  checkpoint start; autovacuum of posts starts; waits LWLock:WALWrite 2, IO:WALInitWrite 1, CPU 1
+                     +5.0     1     3.00     3.00  checkpoint end (sync 0.250 s); autovacuum of posts ends; waits IO:DataFileWrite 1
+                    +10.0     0      nan      nan  waits CPU 1
 
                 """, "\(output)")
     }

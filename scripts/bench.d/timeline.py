@@ -9,9 +9,13 @@ SECONDS counts from the expiry's start. EVENTS are what the server log
 (WORKDIR/pg/server.log, log_checkpoints on) says happened in that bucket: a
 checkpoint's start and end (with its sync time), an autovacuum or autoanalyze of
 posts ending, and, from its elapsed time, when that vacuum started (its log line
-comes only at the end, and only with log_autovacuum_min_duration = 0).
+comes only at the end, and only with log_autovacuum_min_duration = 0). With
+--wait-events, EVENTS also name the wait events the app's active backends were
+sampled in during the bucket (WORKDIR/c1-c1_VARIANT.waits, "EPOCH|STATE|WAIT"; none:
+CPU), the three most frequent with their counts: "waits IO:WALSync 5, CPU 3".
 Each attempt starts with "VARIANT: expiry T1-T0 s, baseline p99 MS" (the 9 s before)."""
-import datetime, glob, re, sys
+import datetime, glob, math, re, sys
+from collections import Counter, defaultdict
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 from pgbench_log import quantile, transactions
 
@@ -64,6 +68,23 @@ def app_transactions(pattern):
             for start, latency in transactions(path)]
 
 
+def wait_samples(path):
+    """(epoch, event) of every sample of an active app backend; none without the file."""
+    samples = []
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        return samples
+    for line in lines:
+        fields = line.split("|")
+        if len(fields) == 3 and fields[1] == "active":
+            try:
+                samples.append((float(fields[0]), fields[2] or "CPU"))
+            except ValueError:
+                continue  # psql's blank lines between samples, or a partial last line
+    return samples
+
+
 events = server_events(f"{work}/pg/server.log")
 for line in open(f"{work}/c1-spans"):
     variant, _, t0, t1 = line.split()
@@ -72,11 +93,17 @@ for line in open(f"{work}/c1-spans"):
     app = app_transactions(f"{work}/c1-{db}.*")
     base = [ms for start, ms in app if t0 - 9 <= start < t0]
     print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {quantile(base, 0.99):.2f} ms")
-    bucket = t0 - 10
-    while bucket < t1 + after:
+    first = t0 - 10
+    waits = defaultdict(Counter)
+    for at, event in wait_samples(f"{work}/c1-{db}.waits"):
+        if at >= first:
+            waits[int((at - first) // step)][event] += 1
+    for index in range(math.ceil((t1 + after - first) / step)):
+        bucket = first + index * step
         inside = [ms for start, ms in app if bucket <= start < bucket + step]
         marks = [words for at, words in events if bucket <= at < bucket + step]
+        if waits[index]:
+            marks.append("waits " + ", ".join(f"{event} {n}" for event, n in waits[index].most_common(3)))
         if inside or marks:
             print(f"  {bucket - t0:+7.1f} {len(inside):5d} {quantile(inside, 0.99):8.2f} {max(inside, default=float('nan')):8.2f}"
                   + (f"  {'; '.join(marks)}" if marks else ""))
-        bucket += step

@@ -32,9 +32,11 @@ c1_sampler() {
 # c1_wait_sampler FILE: with --wait-events, every 10 ms, each app backend's (pgbench's)
 # state and wait event, as "EPOCH|STATE|TYPE:EVENT", EPOCH the sample's (one psql that
 # repeats the query, \watch: no process per sample; exec, so that stopping this child
-# stops it). Each sample is a transaction of its own: it holds back no vacuum.
+# stops it). Each sample is a transaction of its own: it holds back no vacuum. Appended:
+# with --c1-runs, FILE keeps every attempt of the variant for timeline.py (--keep);
+# wait_events.py takes each attempt's samples by their time.
 c1_wait_sampler() {
-    exec psql -X -q -At -F '|' "$(conninfo postgres)" >"$1" 2>/dev/null <<'SQL'
+    exec psql -X -q -At -F '|' "$(conninfo postgres)" >>"$1" 2>/dev/null <<'SQL'
 SELECT extract(epoch FROM now()), state, wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'pgbench'
 \watch 0.01
 SQL
