@@ -18,6 +18,7 @@ import datetime, glob, math, re, sys
 from collections import Counter, defaultdict
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 from pgbench_log import quantile, transactions
+from wait_events import samples
 
 work = sys.argv[1]
 step = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
@@ -68,21 +69,21 @@ def app_transactions(pattern):
             for start, latency in transactions(path)]
 
 
-def wait_samples(path):
+def active_waits(path):
     """(epoch, event) of every sample of an active app backend; none without the file."""
-    samples = []
     try:
-        lines = open(path).read().splitlines()
+        return [(epoch, event) for _, epoch, state, event in samples(path) if state == "active"]
     except FileNotFoundError:
-        return samples
-    for line in lines:
-        fields = line.split("|")
-        if len(fields) == 3 and fields[1] == "active":
-            try:
-                samples.append((float(fields[0]), fields[2] or "CPU"))
-            except ValueError:
-                continue  # psql's blank lines between samples, or a partial last line
-    return samples
+        return []
+
+
+def by_bucket(items, first):
+    """(at, what) pairs by the STEP-second bucket from first that at falls in."""
+    buckets = defaultdict(list)
+    for at, what in items:
+        if at >= first:
+            buckets[int((at - first) // step)].append(what)
+    return buckets
 
 
 events = server_events(f"{work}/pg/server.log")
@@ -94,16 +95,14 @@ for line in open(f"{work}/c1-spans"):
     base = [ms for start, ms in app if t0 - 9 <= start < t0]
     print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {quantile(base, 0.99):.2f} ms")
     first = t0 - 10
-    waits = defaultdict(Counter)
-    for at, event in wait_samples(f"{work}/c1-{db}.waits"):
-        if at >= first:
-            waits[int((at - first) // step)][event] += 1
+    latencies, marked = by_bucket(app, first), by_bucket(events, first)
+    waits = by_bucket(active_waits(f"{work}/c1-{db}.waits"), first)
     for index in range(math.ceil((t1 + after - first) / step)):
         bucket = first + index * step
-        inside = [ms for start, ms in app if bucket <= start < bucket + step]
-        marks = [words for at, words in events if bucket <= at < bucket + step]
+        inside, marks = latencies[index], list(marked[index])
         if waits[index]:
-            marks.append("waits " + ", ".join(f"{event} {n}" for event, n in waits[index].most_common(3)))
+            top = Counter(waits[index]).most_common(3)
+            marks.append("waits " + ", ".join(f"{event} {n}" for event, n in top))
         if inside or marks:
             print(f"  {bucket - t0:+7.1f} {len(inside):5d} {quantile(inside, 0.99):8.2f} {max(inside, default=float('nan')):8.2f}"
                   + (f"  {'; '.join(marks)}" if marks else ""))

@@ -18,6 +18,21 @@ import sys
 from collections import Counter
 
 
+def samples(path):
+    """(EPOCH text, epoch, state, event) of every sample line in path, the event "CPU"
+    when there is none; psql's blank lines between samples are skipped."""
+    with open(path) as lines:
+        for line in lines:
+            fields = line.rstrip("\n").split("|")
+            if len(fields) != 3:
+                continue  # a blank line between two samples
+            try:
+                epoch = float(fields[0])
+            except ValueError:
+                continue
+            yield fields[0], epoch, fields[1], fields[2] or "CPU"
+
+
 def summarize(name, samples, counts):
     if samples == 0:
         return f"{name}: no samples"
@@ -34,27 +49,19 @@ def main():
     path = sys.argv[1]
     before_from, during_from, during_to, after_to = (float(a) for a in sys.argv[2:])
     windows = {"before": (set(), Counter()), "during": (set(), Counter()), "after": (set(), Counter())}
-    with open(path) as lines:
-        for line in lines:
-            fields = line.rstrip("\n").split("|")
-            if len(fields) != 3:
-                continue  # a blank line between two samples
-            try:
-                epoch = float(fields[0])
-            except ValueError:
-                continue
-            if before_from <= epoch < during_from:
-                window = "before"
-            elif during_from <= epoch <= during_to:
-                window = "during"
-            elif during_to < epoch <= after_to:
-                window = "after"
-            else:
-                continue
-            stamps, counts = windows[window]
-            stamps.add(fields[0])
-            if fields[1] == "active":
-                counts[fields[2] or "CPU"] += 1
+    for stamp, epoch, state, event in samples(path):
+        if before_from <= epoch < during_from:
+            window = "before"
+        elif during_from <= epoch <= during_to:
+            window = "during"
+        elif during_to < epoch <= after_to:
+            window = "after"
+        else:
+            continue
+        stamps, counts = windows[window]
+        stamps.add(stamp)
+        if state == "active":
+            counts[event] += 1
     for name, (stamps, counts) in windows.items():
         print(summarize(name, len(stamps), counts))
 
