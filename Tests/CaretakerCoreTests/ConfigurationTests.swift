@@ -65,6 +65,14 @@ import Testing
             #expect(left.checkpointSpacing == right.checkpointSpacing, "\(left.name)")
             #expect(left.maxReplicaLag == right.maxReplicaLag && left.synchronousCommit == right.synchronousCommit)
         }
+        if case .expireContent(let annotatedExpiry)? = annotated.job(named: "expire-content")?.settings,
+            case .expireContent(let defaultExpiry)? = defaults.job(named: "expire-content")?.settings
+        {
+            #expect(annotatedExpiry.compressWAL == defaultExpiry.compressWAL)
+            #expect(annotatedExpiry.pruneSweptPages == defaultExpiry.pruneSweptPages)
+        } else {
+            Issue.record("expire-content has no settings of its own")
+        }
         // The Pi's drop-in runs the packaged file with --low-footprint: the mode's own
         // defaults must not be overridden by values the file spells out.
         let pi = try ConfigurationLoader.load(path: path, lowFootprint: true)
@@ -105,7 +113,7 @@ import Testing
             Issue.record("wrong settings")
             return
         }
-        #expect(!expiry.compressWAL)
+        #expect(!expiry.compressWAL, "no compressed full page images by default in low-footprint mode")
         let explicit = try parse(
             "[worker]\nlow_footprint = true\nbatch_pause = \"5ms\"\n[jobs.prune]\nbatch_size = 50\nwait_for_vacuum = true\n"
                 + "[jobs.expire-content]\ncompress_wal = true\nprune_swept_pages = true\nwait_for_vacuum = false\n")
@@ -134,7 +142,8 @@ import Testing
             Issue.record("wrong settings")
             return
         }
-        #expect(!expiry.compressWAL && !expiry.pruneSweptPages)
+        // Compressed full page images, where the role may set wal_compression (off in low-footprint mode).
+        #expect(expiry.compressWAL && !expiry.pruneSweptPages)
         // Jobs whose lost commit would not be redone harmlessly keep durable commits.
         let mail = try #require(defaults.job(named: "send-temp-passwords"))
         #expect(mail.synchronousCommit && mail.maxWALRate == 384 << 20 && mail.maxReplicaLag == .seconds(5))

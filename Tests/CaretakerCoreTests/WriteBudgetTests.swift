@@ -102,6 +102,22 @@ import Testing
     }
 
     @Test(
+        "a run forces a checkpoint when what was written since the redo point and what it still writes reach the distance"
+    )
+    func forcesCheckpoint() {
+        let distance: Int64 = 539 * mb
+        #expect(
+            !WriteBudget.forcesCheckpoint(
+                writtenSinceRedo: 100 * mb, remaining: distance - 100 * mb - 1, distance: distance))
+        #expect(
+            WriteBudget.forcesCheckpoint(writtenSinceRedo: 100 * mb, remaining: distance - 100 * mb, distance: distance)
+        )
+        #expect(WriteBudget.forcesCheckpoint(writtenSinceRedo: 0, remaining: 2 * distance, distance: distance))
+        #expect(!WriteBudget.forcesCheckpoint(writtenSinceRedo: 0, remaining: 0, distance: distance))
+        #expect(!WriteBudget.forcesCheckpoint(writtenSinceRedo: 9, remaining: 9, distance: 0), "no distance read")
+    }
+
+    @Test(
         "checkpoint_spacing = \"auto\": 10 s at max_wal_size 256MB and below, 2 s at 1GB and above, geometric between"
     )
     func scaledSpacing() {
@@ -127,5 +143,20 @@ import Testing
         #expect(budget.aimdRate == 72 * mb && budget.bytesPerSecond == 10 * mb)
         budget.checkpointCap = nil
         #expect(budget.bytesPerSecond == 72 * mb)
+    }
+}
+
+/// `compress_wal`: when a page sweep asks whether to compress, apart from the database.
+@Suite struct SweepCompressionTests {
+    @Test("unwanted, it never asks; wanted, it asks at most once a second until the answer is yes, then never again")
+    func asks() {
+        var unwanted = SweepCompression(wanted: false)
+        #expect(unwanted.settled && !unwanted.shouldAsk(at: .now))
+        var compression = SweepCompression(wanted: true)
+        let start = ContinuousClock.now
+        let asked = [0, 999, 1000, 1500, 2000].map { compression.shouldAsk(at: start + .milliseconds($0)) }
+        #expect(asked == [true, false, true, false, true])
+        compression.settle()
+        #expect(compression.settled && !compression.shouldAsk(at: start + .seconds(10)))
     }
 }

@@ -170,7 +170,7 @@ import Testing
     }
 
     @Test(
-        "SET on wal_compression: granted while expire-content compresses its sweep (compress_wal = true), revoked when it does not; a grant made without a superuser says how to give it"
+        "SET on wal_compression: granted while expire-content compresses its sweep (compress_wal, on by default outside low-footprint mode), revoked when it does not; a grant made without a superuser says how to give it"
     )
     func walCompressionParameter() throws {
         let db = try TestDatabase()
@@ -206,8 +206,15 @@ import Testing
             try parameterNotes(compressing.apply(role: role, on: db.connection)) == [],
             "a superuser grants it, with no note")
         #expect(try maySet() == true)
-        let uncompressed = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
-        #expect(uncompressed.parameters.isEmpty, "compress_wal is off by default")
+        #expect(
+            RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs).parameters == ["wal_compression"],
+            "compress_wal is on by default")
+        #expect(
+            RuntimeGrants(appSchema: "public", jobs: try db.configuration("[worker]\nlow_footprint = true\n").jobs)
+                .parameters.isEmpty, "and off by default in low-footprint mode")
+        let uncompressed = RuntimeGrants(
+            appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = false\n").jobs)
+        #expect(uncompressed.parameters.isEmpty)
         #expect(try parameterNotes(uncompressed.apply(role: role, on: db.connection)) == [])
         #expect(try maySet() == false, "granting again with compress_wal off revokes it")
         // A schema owner that is no superuser grants the tables, and says what a superuser must add.

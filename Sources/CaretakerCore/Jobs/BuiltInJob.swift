@@ -39,7 +39,7 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
         _ table: inout TableReader, file: String, worker: WorkerOptions
     ) throws(ConfigurationError) -> JobSettings {
         switch self {
-        case .expireContent: .expireContent(try ExpireContentSettings(reading: &table))
+        case .expireContent: .expireContent(try ExpireContentSettings(reading: &table, worker: worker))
         case .logoutInactive: .logoutInactive(try LogoutInactiveSettings(reading: &table))
         case .sendTempPasswords:
             .sendTempPasswords(try SendTempPasswordsSettings(reading: &table, file: file, worker: worker))

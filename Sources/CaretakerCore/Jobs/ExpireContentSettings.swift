@@ -4,11 +4,13 @@ public struct ExpireContentSettings: Sendable {
     public var maxLifetime: Duration = .seconds(48 * 3600)
     public var postFullPopularity: Int = 100
     public var packFullPopularity: Int = 100
-    /// `compress_wal`: the page sweep compresses its full page images when the role may.
-    /// Off by default: it writes a third less WAL and forces fewer checkpoints, but
-    /// the app's p99 was no better for it at 5M posts and worse in low-footprint mode
-    /// (BENCHMARKS.md, issue 13 part 7); worth it where WAL volume itself costs.
-    public var compressWAL: Bool = false
+    /// `compress_wal`: a page sweep whose backlog will request a checkpoint compresses
+    /// its full page images when the role may (`SweepCompression`). On by default: a
+    /// third less WAL, one forced checkpoint fewer in a 4M-row backlog at
+    /// `max_wal_size = 1GB`, and with it fewer of the stalls at a forced checkpoint's
+    /// end (BENCHMARKS.md, issue 13 part 16). Off by default in low-footprint mode,
+    /// where the app's p99 was higher with it (part 7).
+    public var compressWAL: Bool = true
     /// `prune_swept_pages`: after each sweep range and the pause that follows it, the
     /// sweep reads the range's pages once more, which prunes them (cuts the deleted
     /// rows' tuples down to dead line pointers) and sets hint bits, work an app's reads
@@ -21,7 +23,7 @@ public struct ExpireContentSettings: Sendable {
 
 extension ExpireContentSettings {
     /// Reads them from the job's table, with their defaults and bounds.
-    init(reading table: inout TableReader) throws(ConfigurationError) {
+    init(reading table: inout TableReader, worker: WorkerOptions) throws(ConfigurationError) {
         minLifetime = try table.duration("min_lifetime", default: minLifetime)
         maxLifetime = try table.duration("max_lifetime", default: maxLifetime)
         guard maxLifetime >= minLifetime else {
@@ -31,7 +33,7 @@ extension ExpireContentSettings {
             "post_full_popularity", default: postFullPopularity, in: 1...Int(Int32.max))
         packFullPopularity = try table.integer(
             "pack_full_popularity", default: packFullPopularity, in: 1...Int(Int32.max))
-        compressWAL = try table.bool("compress_wal", default: compressWAL)
+        compressWAL = try table.bool("compress_wal", default: !worker.lowFootprint)
         pruneSweptPages = try table.bool("prune_swept_pages", default: pruneSweptPages)
     }
 }

@@ -172,6 +172,15 @@ final class WritePacer {
             writtenSinceRedo: written, checkpointDistance: distance, remaining: remainingWAL, spacing: spacing)
     }
 
+    /// The WAL written since the latest checkpoint's redo point (`pg_control_checkpoint()`,
+    /// which any role may call on PostgreSQL 15) and the distance that requests a checkpoint.
+    static let checkpointDistance = """
+        SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), c.redo_lsn)::bigint AS written,
+               (pg_size_bytes(current_setting('max_wal_size'))
+                / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+        FROM pg_control_checkpoint() AS c
+        """
+
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
     static let commitProbe = "SELECT set_config('synchronous_commit', 'on', true), txid_current()"
 
@@ -276,6 +285,17 @@ extension JobContext {
     /// if they had (a compressing sweep books its uncompressed page images this way).
     public func chargeWALBudget(_ bytes: Int64, from started: ContinuousClock.Instant) {
         pacer.charge(bytes, from: started)
+    }
+
+    /// True when `remaining` more bytes of WAL will request a checkpoint on this
+    /// server (`WriteBudget.forcesCheckpoint`, from the WAL written since the latest
+    /// checkpoint's redo point); false when that cannot be read.
+    public func forcesCheckpoint(remainingWAL remaining: Int64) -> Bool {
+        guard
+            let row = try? connection.query(WritePacer.checkpointDistance).first,
+            let written = row.int64("written"), let distance = row.int64("distance")
+        else { return false }
+        return WriteBudget.forcesCheckpoint(writtenSinceRedo: written, remaining: remaining, distance: distance)
     }
 
     /// WAL the run's batches wrote, in bytes (with what others wrote meanwhile).
@@ -432,8 +452,18 @@ struct WriteBudget {
         spacing: Duration = CheckpointSpacing.atSmallestServers
     ) -> Int64? {
         guard distance > 0, written >= distance / 2 else { return nil }
-        if let remaining, written + remaining < distance { return nil }
+        if let remaining, !forcesCheckpoint(writtenSinceRedo: written, remaining: remaining, distance: distance) {
+            return nil
+        }
         return max(1, Int64(Double(distance) * 1_000_000 / Double(max(1, spacing.microseconds))))
+    }
+
+    /// True when a run that still has `remaining` bytes of WAL to write will request a
+    /// checkpoint: with what was written since the latest checkpoint's redo point, it
+    /// reaches the distance that requests one (`max_wal_size ÷ (1 +
+    /// checkpoint_completion_target)`). False without a distance.
+    static func forcesCheckpoint(writtenSinceRedo written: Int64, remaining: Int64, distance: Int64) -> Bool {
+        distance > 0 && written + remaining >= distance
     }
 
     mutating func observe(commit latency: Duration) {
