@@ -122,29 +122,45 @@ import Testing
             })
     }
 
-    @Test("the due share ahead of a page follows where the sample found due rows, counting a stretch in part")
-    func dueShare() throws {
+    @Test(
+        "the due rows ahead of a page follow where the sample found them, each sampled page standing for its stretch, counted in part"
+    )
+    func dueRows() throws {
         let firstHalf = Self.sample(duePages: 8)
         #expect(firstHalf.sampled == 1_600 && firstHalf.due == 800)
-        #expect(firstHalf.dueShare(from: 0) == 1)
-        #expect(firstHalf.dueShare(from: 400) == 0.5)
-        #expect(firstHalf.dueShare(from: 450) == 0.4375, "half of the stretch at 400 is still ahead")
-        #expect(firstHalf.dueShare(from: 800) == 0)
-        #expect(firstHalf.dueShare(from: 1_600) == 0)
-        #expect(Self.sample(duePages: 0).dueShare(from: 0) == nil)
+        #expect(firstHalf.dueRows(from: 0) == 80_000)
+        #expect(firstHalf.dueRows(from: 400) == 40_000)
+        #expect(firstHalf.dueRows(from: 450) == 35_000, "half of the stretch at 400 is still ahead")
+        #expect(firstHalf.dueRows(from: 800) == 0)
+        #expect(firstHalf.dueRows(from: 1_600) == 0)
+        #expect(Self.sample(duePages: 0).dueRows(from: 0) == nil)
     }
 
-    @Test("the WAL still to come: as much per due row as so far, for the due rows ahead; none past the last")
+    @Test("the WAL still to come: as much per deleted row as so far, for the due rows ahead; none past the last")
     func remainingWAL() {
         let firstHalf = Self.sample(duePages: 8)
-        // A quarter of the due rows (pages 0-199) wrote 100 MB: three quarters to go.
-        #expect(firstHalf.remainingWAL(after: 200, wrote: 100_000_000) == 300_000_000)
+        // Pages 0-199 (20,000 rows) wrote 100 MB: 60,000 rows to go.
+        #expect(firstHalf.remainingWAL(after: 200, wrote: 100_000_000, deleted: 20_000) == 300_000_000)
         // Past the due stretch, whatever the pages left: nothing more.
-        #expect(firstHalf.remainingWAL(after: 900, wrote: 400_000_000) == 0)
+        #expect(firstHalf.remainingWAL(after: 900, wrote: 400_000_000, deleted: 80_000) == 0)
         // The same table with every sampled page due: the pages left, not the due rows, set it.
-        #expect(Self.sample(duePages: 16).remainingWAL(after: 800, wrote: 400_000_000) == 400_000_000)
-        // Too little done to tell (under 5% of the due rows), or nothing due.
-        #expect(firstHalf.remainingWAL(after: 30, wrote: 1_000_000) == nil)
-        #expect(Self.sample(duePages: 0).remainingWAL(after: 800, wrote: 1) == nil)
+        #expect(
+            Self.sample(duePages: 16).remainingWAL(after: 800, wrote: 400_000_000, deleted: 80_000) == 400_000_000)
+        // Too little done to tell (under 5% of the rows deleted and ahead), or nothing due or deleted.
+        #expect(firstHalf.remainingWAL(after: 30, wrote: 1_000_000, deleted: 3_000) == nil)
+        #expect(firstHalf.remainingWAL(after: 40, wrote: 4_000_000, deleted: 4_000) == 76_000_000)
+        #expect(Self.sample(duePages: 0).remainingWAL(after: 800, wrote: 1, deleted: 1) == nil)
+        #expect(firstHalf.remainingWAL(after: 200, wrote: 1, deleted: 0) == nil)
+    }
+
+    @Test(
+        "a first stretch the sample found empty (the run's first batch emptied its sampled page) is not counted as done"
+    )
+    func emptiedFirstStretch() {
+        let full = Self.sample(duePages: 8)
+        let emptied = DueSample(pages: full.pages, sampledPages: Array(full.sampledPages.dropFirst()))
+        // 450 pages of 100 rows swept at 1 kB a row: 35,000 rows, 35 MB to go. Counted
+        // as a share of the sampled due rows, half of them would look done, and 45 MB to come.
+        #expect(emptied.remainingWAL(after: 450, wrote: 45_000_000, deleted: 45_000) == 35_000_000)
     }
 }

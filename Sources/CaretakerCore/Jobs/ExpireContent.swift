@@ -360,6 +360,7 @@ private final class ExpireContentPass {
         var remaining: Int64?
         var first: Int64 = 0
         let walBefore = context.walBytes
+        let deletedBeforeSweep = counters.stats["posts_deleted"]
         var pruning = Duration.zero
         while first < pages, !context.recordStopIfDue() {
             if let remaining, compression.shouldAsk(at: .now), context.forcesCheckpoint(remainingWAL: remaining) {
@@ -389,7 +390,9 @@ private final class ExpireContentPass {
             }
             if !waitedForLocks { range.adjust(took: ContinuousClock.now - started, wrote: wrote) }
             counters.stats.add("swept_pages", Int(swept))
-            remaining = sample?.remainingWAL(after: last, wrote: context.walBytes - walBefore)
+            remaining = sample?.remainingWAL(
+                after: last, wrote: context.walBytes - walBefore,
+                deleted: Int64(counters.stats["posts_deleted"] - deletedBeforeSweep))
             context.expectRemainingWAL(remaining)
             context.pauseBetweenBatches()
             if settings.pruneSweptPages, !context.recordStopIfDue() { pruning += try prune(first..<(first + swept)) }
@@ -499,30 +502,36 @@ struct DueSample: Equatable {
     var sampled: Int { sampledPages.reduce(0) { $0 + $1.sampled } }
     var due: Int { sampledPages.reduce(0) { $0 + $1.due } }
 
-    /// The share of the due rows that lie on pages `page` and after: each sampled
-    /// page stands for the stretch of the heap up to the next one (`pages ÷
-    /// samplePages` pages), counted in part when `page` falls inside it. `nil` when
-    /// the sample found nothing due.
-    func dueShare(from page: Int64) -> Double? {
+    /// The due rows on pages `page` and after: each sampled page stands for the
+    /// stretch of the heap up to the next one (`pages ÷ samplePages` pages, each with
+    /// as many due rows as it), counted in part when `page` falls inside it. A page
+    /// with more than `sampleLinePointers` rows counts as that many, so this errs
+    /// low. `nil` when the sample found nothing due.
+    func dueRows(from page: Int64) -> Double? {
         guard due > 0, pages > 0 else { return nil }
         let stretch = Double(pages) / Double(ExpireContent.samplePages)
-        let ahead = sampledPages.reduce(0.0) { total, sampled in
+        return sampledPages.reduce(0.0) { total, sampled in
             let start = Double(sampled.page)
             let share = min(1, max(0, (start + stretch - Double(page)) / stretch))
-            return total + Double(sampled.due) * share
+            return total + Double(sampled.due) * share * stretch
         }
-        return ahead / Double(due)
     }
 
-    /// The WAL a sweep that wrote `wrote` bytes over the pages before `page` should
-    /// still write: as much per due row as so far, for the due rows the sample puts
-    /// after `page`. `nil` while the sweep has done too little of the due rows (under
-    /// 5%) for its WAL per row to mean much, or when the sample found nothing due.
-    func remainingWAL(after page: Int64, wrote: Int64) -> Int64? {
-        guard let ahead = dueShare(from: page) else { return nil }
-        let done = 1 - ahead
-        guard done >= 0.05 else { return nil }
-        return Int64(Double(max(0, wrote)) * ahead / done)
+    /// The WAL a sweep that deleted `deleted` rows and wrote `wrote` bytes over the
+    /// pages before `page` should still write: as much per row as so far, for the
+    /// due rows the sample puts after `page`. Counted in rows the sweep deleted, not
+    /// in the sample's share of the due rows behind `page`: the sample is taken after
+    /// the run's first batch, whose rows lie at the heap's start, so the sample can
+    /// find the first stretch empty, and a share would count it as done: on the
+    /// bench's 2M posts that made 50 MB written over the first tenth of the heap
+    /// look like 940 MB to come, not 330. `nil` while the sweep has deleted too few
+    /// (under 5% of those and the ones ahead) for its WAL per row to mean much, or
+    /// when the sample found nothing due.
+    func remainingWAL(after page: Int64, wrote: Int64, deleted: Int64) -> Int64? {
+        guard let ahead = dueRows(from: page), deleted > 0,
+            Double(deleted) >= 0.05 * (Double(deleted) + ahead)
+        else { return nil }
+        return Int64(Double(max(0, wrote)) * ahead / Double(deleted))
     }
 }
 
@@ -530,7 +539,7 @@ struct DueSample: Equatable {
 /// on. Only a backlog that will request a checkpoint gains from it: it writes a
 /// third less WAL, so fewer checkpoints come, and fewer of the stalls at their end.
 /// A backlog that fits pays lz4's CPU for nothing: at 2M posts, no checkpoint
-/// forced, the app's p99 was 1.98× compressed against 1.71× without, at a slower
+/// forced, the app's p99 was 1.98× compressed against 1.49× without, at a slower
 /// pace (BENCHMARKS.md, issue 13 part 16). So the sweep asks once it can estimate
 /// the WAL it still has to write (`DueSample.remainingWAL`), and again at most
 /// every `askInterval` while the answer is no (the app's WAL brings the checkpoint
