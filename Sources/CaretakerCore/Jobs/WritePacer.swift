@@ -55,7 +55,7 @@ final class WritePacer {
     private var toldOfLaggingReplica = false
 
     /// WAL the run still expects to write, in bytes, when it can tell (the page sweep:
-    /// its WAL per due row so far × the due rows its sample puts ahead); `nil`: it cannot.
+    /// its WAL per row deleted so far × the due rows its sample puts ahead); `nil`: it cannot.
     var remainingWAL: Int64?
 
     /// Books a batch's WAL (positions read at its start and just before its commit) on
