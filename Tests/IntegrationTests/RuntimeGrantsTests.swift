@@ -238,6 +238,41 @@ import Testing
     }
 
     @Test(
+        "a grant that another session's change of the same parameter's rights beat to the catalog runs again, rather than failing with \"tuple concurrently updated\""
+    )
+    func concurrentParameterGrants() throws {
+        let db = try TestDatabase()
+        let role = "concurrent_\(db.name)"
+        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
+        defer {
+            _ = try? db.connection.execute(
+                script: "DROP OWNED BY \(quoteIdentifier(role)); DROP ROLE \(quoteIdentifier(role))")
+        }
+        let grants = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        #expect(grants.parameters == ["wal_compression"])
+        // Another session (another database's migrate --grant) holds an uncommitted
+        // change of the parameter's rights, as a plain GRANT does, without the lock.
+        let other = try TemporaryPostgres.shared.connect()
+        // A committed grant first, so that the parameter has its catalog row to change.
+        try other.query("GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
+        try other.query("BEGIN")
+        try other.query("REVOKE SET ON PARAMETER wal_compression FROM \(quoteIdentifier(role))")
+        let granting = try TemporaryPostgres.shared.connect(database: db.name)
+        let pid = try #require(try granting.query("SELECT pg_backend_pid() AS pid").first?.int("pid"))
+        let grant = BackgroundThread { try grants.apply(role: role, on: granting) }
+        #expect(
+            try eventually {
+                try db.count("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", pid)
+                    == 1
+            }, "the grant waits for the other session's transaction, then finds the row changed")
+        try other.query("COMMIT")
+        _ = try grant.value()
+        #expect(
+            try db.connection.query("SELECT has_parameter_privilege($1, 'wal_compression', 'SET') AS ok", role)
+                .first?.bool("ok") == true)
+    }
+
+    @Test(
         "max_replica_lag needs pg_read_all_stats: the grant says how to give it while a job keeps the limit and the role lacks the right, and grants nothing of it"
     )
     func standbyRight() throws {

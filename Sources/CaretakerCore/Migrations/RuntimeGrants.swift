@@ -151,6 +151,26 @@ public struct RuntimeGrants: Sendable {
         ]
     }
 
+    /// Runs `change` (a transaction of `GRANT`s and `REVOKE`s) again, up to
+    /// `attempts` times in all, while it fails because another session changed the
+    /// same catalog row and committed first ("tuple concurrently updated", or
+    /// "deleted", SQLSTATE XX000). PostgreSQL updates a right's catalog row in place,
+    /// without waiting for a lock on it: two grants of one parameter at once (the
+    /// rights are the cluster's, so two databases' `migrate --grant`, or the tests'
+    /// parallel grants to one role) make the later one fail. Run again, it reads the
+    /// row as the other left it.
+    static func retryingConcurrentCatalogChange(attempts: Int = 5, _ change: () throws -> Void) throws {
+        for attempt in 1...attempts {
+            do {
+                return try change()
+            } catch let error as PostgresError
+                where attempt < attempts && error.sqlState == "XX000" && error.message.contains("concurrently")
+            {
+                continue
+            }
+        }
+    }
+
     private func applyGrants(role: String, on connection: Connection) throws -> [String] {
         try Self.checkGrantee(role, appSchema: appSchema, on: connection)
         let session = try connection.query(
@@ -160,10 +180,12 @@ public struct RuntimeGrants: Sendable {
             """
         ).first
         let mayGrantParameters = session?.bool("superuser") == true && session?.bool("parameter_grants") == true
-        try connection.withTransaction {
-            for statement in statements(role: role) { try connection.execute(script: statement) }
-            if mayGrantParameters {
-                for statement in parameterStatements(role: role) { try connection.execute(script: statement) }
+        try Self.retryingConcurrentCatalogChange {
+            try connection.withTransaction {
+                for statement in statements(role: role) { try connection.execute(script: statement) }
+                if mayGrantParameters {
+                    for statement in parameterStatements(role: role) { try connection.execute(script: statement) }
+                }
             }
         }
         guard !mayGrantParameters else { return [] }
