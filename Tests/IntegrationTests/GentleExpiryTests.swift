@@ -241,6 +241,22 @@ import Testing
                 """)
     }
 
+    /// Sets `server` (a cluster of the test's own) to write full page images, as a
+    /// durable database does (the test clusters go without), with `maxWALSize`, and
+    /// waits until a new session of `database` sees both.
+    static func writeFullPageImages(on server: TemporaryPostgres, database: String, maxWALSize: String) throws {
+        let connection = try server.connect(database: database)
+        try connection.query("ALTER SYSTEM SET max_wal_size = '\(maxWALSize)'")
+        try connection.query("ALTER SYSTEM SET full_page_writes = on")
+        try connection.query("SELECT pg_reload_conf()")
+        #expect(
+            try eventually {
+                try server.connect(database: database).query(
+                    "SELECT current_setting('max_wal_size') || ' ' || current_setting('full_page_writes')"
+                ).first?[0] == "\(maxWALSize) on"
+            })
+    }
+
     /// Runs `job` on `conninfo` (a role of the test's choosing) and returns its stats.
     static func run(
         _ job: String, conninfo: String, _ extra: String = "", log: LineOutput = .capturing()
@@ -270,7 +286,6 @@ import Testing
         let name = try server.makeDatabase()
         let primary = try server.connect(database: name)
         let role = "plain_" + name
-        try primary.query("ALTER SYSTEM SET full_page_writes = on")
         try primary.execute(
             script: """
                 INSERT INTO packs (name, is_admin, created_at) VALUES ('admin', true, now() - interval '9 days');
@@ -280,16 +295,6 @@ import Testing
                 CREATE TRIGGER note_setting AFTER DELETE ON posts FOR EACH STATEMENT EXECUTE FUNCTION note_setting();
                 """)
         try Self.createPlainRole(role, on: primary)  // after `seen`: its trigger inserts as the role
-        func setMaxWALSize(_ size: String) throws {
-            try primary.query("ALTER SYSTEM SET max_wal_size = '\(size)'")
-            try primary.query("SELECT pg_reload_conf()")
-            #expect(
-                try eventually {
-                    try server.connect(database: name).query(
-                        "SELECT current_setting('max_wal_size') || ' ' || current_setting('full_page_writes')"
-                    ).first?[0] == "\(size) on"
-                })
-        }
         /// A backlog large enough for the sweep, some 25 MB of WAL with its full page
         /// images; the settings its DELETEs ran with.
         var charged: [Int] = []
@@ -325,10 +330,10 @@ import Testing
             return try primary.query("SELECT DISTINCT setting FROM seen ORDER BY 1").rows.compactMap { $0[0] }
         }
         // At 1GB the backlog fits before the checkpoint distance (539 MB): nothing to gain.
-        try setMaxWALSize("1GB")
+        try Self.writeFullPageImages(on: server, database: name, maxWALSize: "1GB")
         #expect(try sweep(as: "postgres") == ["off"], "a backlog that requests no checkpoint")
         // At 32MB (a distance of 17 MB) it will request one.
-        try setMaxWALSize("32MB")
+        try Self.writeFullPageImages(on: server, database: name, maxWALSize: "32MB")
         // The first batch, on the index path, and the sweep's first ranges come before the compression.
         #expect(try sweep(as: "postgres") == ["lz4", "off"], "compress_wal unset: on")
         #expect(try sweep(as: "postgres", compress: true) == ["lz4", "off"])
@@ -403,15 +408,7 @@ import Testing
         defer { try? server.stop() }
         let name = try server.makeDatabase()
         let primary = try server.connect(database: name)
-        try primary.query("ALTER SYSTEM SET max_wal_size = '64MB'")
-        try primary.query("ALTER SYSTEM SET full_page_writes = on")
-        try primary.query("SELECT pg_reload_conf()")
-        #expect(
-            try eventually {
-                try server.connect(database: name).query(
-                    "SELECT current_setting('max_wal_size') || ' ' || current_setting('full_page_writes')"
-                ).first?[0] == "64MB on"
-            })
+        try Self.writeFullPageImages(on: server, database: name, maxWALSize: "64MB")
         // What requests a checkpoint: max_wal_size ÷ (1 + checkpoint_completion_target), about 34 MB.
         let distance = try #require(
             try primary.query(

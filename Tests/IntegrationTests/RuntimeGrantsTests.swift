@@ -237,17 +237,25 @@ import Testing
         #expect(try maySet() == true)
     }
 
+    /// A role of the test's own (parameter rights are the cluster's), with no rights yet.
+    static func createRole(_ role: String, on db: TestDatabase) throws {
+        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
+    }
+
+    /// Drops `createRole`'s role and whatever it was granted, parameter rights included.
+    static func dropRole(_ role: String, on db: TestDatabase) {
+        _ = try? db.connection.execute(
+            script: "DROP OWNED BY \(quoteIdentifier(role)); DROP ROLE \(quoteIdentifier(role))")
+    }
+
     @Test(
         "a grant that another session's change of the same parameter's rights beat to the catalog runs again, rather than failing with \"tuple concurrently updated\""
     )
     func concurrentParameterGrants() throws {
         let db = try TestDatabase()
         let role = "concurrent_\(db.name)"
-        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
-        defer {
-            _ = try? db.connection.execute(
-                script: "DROP OWNED BY \(quoteIdentifier(role)); DROP ROLE \(quoteIdentifier(role))")
-        }
+        try Self.createRole(role, on: db)
+        defer { Self.dropRole(role, on: db) }
         let grants = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
         #expect(grants.parameters == ["wal_compression"])
         // Another session (another database's migrate --grant) holds an uncommitted
@@ -278,11 +286,8 @@ import Testing
     func standbyRight() throws {
         let db = try TestDatabase()
         let role = "standby_\(db.name)"
-        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
-        defer {
-            _ = try? db.connection.execute(
-                script: "DROP OWNED BY \(quoteIdentifier(role)); DROP ROLE \(quoteIdentifier(role))")
-        }
+        try Self.createRole(role, on: db)
+        defer { Self.dropRole(role, on: db) }
         let defaults = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
         #expect(defaults.watchesStandbys, "every job keeps max_replica_lag by default")
         let notes = try defaults.apply(role: role, on: db.connection)
