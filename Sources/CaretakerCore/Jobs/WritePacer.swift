@@ -150,35 +150,27 @@ final class WritePacer {
     /// (then nothing is read).
     private func checkpointCap(on connection: Connection) -> Int64? {
         guard let setting = job.checkpointSpacing else { return nil }
+        let row = try? connection.query(Self.checkpointPosition).first
         if checkpoints == nil {
-            let row = try? connection.query(
-                """
-                SELECT size AS max_wal_size,
-                       (size / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
-                FROM pg_size_bytes(current_setting('max_wal_size')) AS size
-                """
-            ).first
-            let maxWALSize = row?.int64("max_wal_size") ?? 0
-            checkpoints = (row?.int64("distance") ?? 0, setting.duration(maxWALSize: maxWALSize))
+            checkpoints = (
+                row?.int64("distance") ?? 0, setting.duration(maxWALSize: row?.int64("max_wal_size") ?? 0)
+            )
         }
-        guard let (distance, spacing) = checkpoints, distance > 0,
-            let written = try? connection.query(
-                """
-                SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::bigint AS written FROM pg_control_checkpoint()
-                """
-            ).first?.int64("written")
-        else { return nil }
+        guard let (distance, spacing) = checkpoints, distance > 0, let written = row?.int64("written") else {
+            return nil
+        }
         return WriteBudget.checkpointCap(
             writtenSinceRedo: written, checkpointDistance: distance, remaining: remainingWAL, spacing: spacing)
     }
 
     /// The WAL written since the latest checkpoint's redo point (`pg_control_checkpoint()`,
-    /// which any role may call on PostgreSQL 15) and the distance that requests a checkpoint.
-    static let checkpointDistance = """
+    /// which any role may call on PostgreSQL 15), `max_wal_size` and the distance that
+    /// requests a checkpoint (`max_wal_size ÷ (1 + checkpoint_completion_target)`), in bytes.
+    static let checkpointPosition = """
         SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), c.redo_lsn)::bigint AS written,
-               (pg_size_bytes(current_setting('max_wal_size'))
-                / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
-        FROM pg_control_checkpoint() AS c
+               size AS max_wal_size,
+               (size / (1 + current_setting('checkpoint_completion_target')::float8))::bigint AS distance
+        FROM pg_control_checkpoint() AS c, pg_size_bytes(current_setting('max_wal_size')) AS size
         """
 
     /// The probe's one statement: durable commit for this transaction, and an xid so that it has a commit to flush.
@@ -292,7 +284,7 @@ extension JobContext {
     /// checkpoint's redo point); false when that cannot be read.
     public func forcesCheckpoint(remainingWAL remaining: Int64) -> Bool {
         guard
-            let row = try? connection.query(WritePacer.checkpointDistance).first,
+            let row = try? connection.query(WritePacer.checkpointPosition).first,
             let written = row.int64("written"), let distance = row.int64("distance")
         else { return false }
         return WriteBudget.forcesCheckpoint(writtenSinceRedo: written, remaining: remaining, distance: distance)
