@@ -154,6 +154,24 @@ import Testing
     }
 
     @Test(
+        "before the sweep can measure its WAL, it expects a page image of each page ahead holding a due row and a record per due row; nothing past the last, nothing when none is due"
+    )
+    func expectedWAL() {
+        let firstHalf = Self.sample(duePages: 8)
+        // 800 pages with due rows, 80,000 rows: 800 × 8,192 + 80,000 × 54.
+        #expect(firstHalf.expectedWAL(from: 0, blockSize: 8_192) == 10_873_600)
+        // From the middle of the stretch at page 400: 350 pages and 35,000 rows.
+        #expect(firstHalf.expectedWAL(from: 450, blockSize: 8_192) == Int64(350 * 8_192 + 35_000 * 54))
+        // Past the due stretch, and a sample with nothing due.
+        #expect(firstHalf.expectedWAL(from: 800, blockSize: 8_192) == 0)
+        #expect(Self.sample(duePages: 0).expectedWAL(from: 0, blockSize: 8_192) == nil)
+        // A sampled page with few due rows still stands for a stretch of page images.
+        let sparse = DueSample(
+            pages: 1_600, sampledPages: [.init(page: 0, sampled: 100, due: 1), .init(page: 100, sampled: 100, due: 0)])
+        #expect(sparse.expectedWAL(from: 0, blockSize: 8_192) == Int64(100 * 8_192 + 100 * 54))
+    }
+
+    @Test(
         "a first stretch the sample found empty (the run's first batch emptied its sampled page) is not counted as done"
     )
     func emptiedFirstStretch() {

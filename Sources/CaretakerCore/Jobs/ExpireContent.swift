@@ -354,22 +354,31 @@ private final class ExpireContentPass {
             maximumPages: Int64(max(1, job.batchSize)),
             walLimit: job.maxWALRate.map { ExpireContent.sweepWALLimit(rate: $0, batchPause: job.batchPause) })
         counters.stats.add("swept_pages", 0)
-        /// Set once the sweep compresses its full page images.
-        var blockSize: Int64?
         var compression = SweepCompression(wanted: settings.compressWAL)
+        var compressing = false
+        /// Read when compression is wanted: the WAL the sweep expects before it can
+        /// measure its own, and the page images it books once it compresses.
+        let blockSize =
+            settings.compressWAL
+            ? try context.connection.query(ExpireContentQueries.blockSize).first?.int64("block_size") : nil
         var remaining: Int64?
         var first: Int64 = 0
         let walBefore = context.walBytes
         let deletedBeforeSweep = counters.stats["posts_deleted"]
         var pruning = Duration.zero
         while first < pages, !context.recordStopIfDue() {
-            if let remaining, compression.shouldAsk(at: .now), context.forcesCheckpoint(remainingWAL: remaining) {
+            if let expected = remaining ?? blockSize.flatMap({ sample?.expectedWAL(from: first, blockSize: $0) }),
+                compression.shouldAsk(at: .now), context.forcesCheckpoint(remainingWAL: expected)
+            {
                 compression.settle()
                 if let method = context.compressFullPageImages() {
+                    compressing = true
                     context.logger.debug(
                         "the backlog will request a checkpoint: the sweep compresses its full page images from here",
-                        metadata: ["wal_compression": "\(method)", "page": "\(first)", "remaining_wal": "\(remaining)"])
-                    blockSize = try context.connection.query(ExpireContentQueries.blockSize).first?.int64("block_size")
+                        metadata: [
+                            "wal_compression": "\(method)", "page": "\(first)", "remaining_wal": "\(expected)",
+                            "estimated_from": "\(remaining == nil ? "the sample" : "the sweep so far")",
+                        ])
                 }
             }
             let last = first + range.pages
@@ -381,7 +390,7 @@ private final class ExpireContentPass {
             // Compressing, a range is sized and charged as if it were not: the same pages
             // per range and per second, only less WAL.
             var wrote = context.lastBatchWAL
-            if let blockSize {
+            if compressing, let blockSize {
                 let uncompressed = ExpireContent.uncompressedImages(
                     pages: swept, deleted: Int64(counters.stats["posts_deleted"] - deletedBefore),
                     blockSize: blockSize)
@@ -509,12 +518,16 @@ struct DueSample: Equatable {
     /// low. `nil` when the sample found nothing due.
     func dueRows(from page: Int64) -> Double? {
         guard due > 0, pages > 0 else { return nil }
-        let stretch = Double(pages) / Double(ExpireContent.samplePages)
         return sampledPages.reduce(0.0) { total, sampled in
-            let start = Double(sampled.page)
-            let share = min(1, max(0, (start + stretch - Double(page)) / stretch))
-            return total + Double(sampled.due) * share * stretch
+            total + Double(sampled.due) * stretchAhead(of: sampled.page, from: page)
         }
+    }
+
+    /// The pages of the stretch that sampled page `sampled` stands for (`pages ÷
+    /// samplePages` pages from it) that lie at `page` or after.
+    private func stretchAhead(of sampled: Int64, from page: Int64) -> Double {
+        let stretch = Double(pages) / Double(ExpireContent.samplePages)
+        return min(stretch, max(0, Double(sampled) + stretch - Double(page)))
     }
 
     /// The WAL a sweep that deleted `deleted` rows and wrote `wrote` bytes over the
@@ -533,6 +546,26 @@ struct DueSample: Equatable {
         else { return nil }
         return Int64(Double(max(0, wrote)) * ahead / Double(deleted))
     }
+
+    /// The WAL a sweep from `page` should write, before it has deleted enough to
+    /// measure its own (`remainingWAL`): a full page image of every page ahead that
+    /// holds a due row (each sampled page with one standing for its stretch), as the
+    /// first change of a page after a checkpoint writes, and a delete record for each
+    /// due row. It errs low: the image of a full page, a TOASTed value's rows and
+    /// the indexes' WAL are not counted. `nil` when the sample found nothing due.
+    func expectedWAL(from page: Int64, blockSize: Int64) -> Int64? {
+        guard let rows = dueRows(from: page) else { return nil }
+        let duePages = sampledPages.filter { $0.due > 0 }.reduce(0.0) { total, sampled in
+            total + stretchAhead(of: sampled.page, from: page)
+        }
+        return Int64(duePages * Double(blockSize) + rows * Double(Self.deleteRecordBytes))
+    }
+
+    /// The WAL of one row's delete beside any page image: a record header (24 bytes),
+    /// a block reference (20), a data header (2) and `xl_heap_delete` (8). The bench's
+    /// single `DELETE` of 1.6M posts wrote 415 MB: 42,605 page images of at most 8 kB,
+    /// and 1.6M records, at least 54 bytes each.
+    static let deleteRecordBytes = 54
 }
 
 /// `compress_wal`: whether a page sweep compresses its full page images from here
@@ -540,10 +573,13 @@ struct DueSample: Equatable {
 /// third less WAL, so fewer checkpoints come, and fewer of the stalls at their end.
 /// A backlog that fits pays lz4's CPU for nothing: at 2M posts, no checkpoint
 /// forced, the app's p99 was 1.98× compressed against 1.49× without, at a slower
-/// pace (BENCHMARKS.md, issue 13 part 16). So the sweep asks once it can estimate
-/// the WAL it still has to write (`DueSample.remainingWAL`), and again at most
-/// every `askInterval` while the answer is no (the app's WAL brings the checkpoint
-/// closer too); once it compresses, it goes on to the end.
+/// pace (BENCHMARKS.md, issue 13 part 16). So the sweep asks before its first
+/// range, with the WAL the sample lets it expect (`DueSample.expectedWAL`), and
+/// again at most every `askInterval` while the answer is no (the app's WAL brings
+/// the checkpoint closer too), from the WAL it measures once it can
+/// (`DueSample.remainingWAL`); once it compresses, it goes on to the end. Asking
+/// first only once a twentieth of the backlog was gone, it left that twentieth
+/// uncompressed, and a checkpoint forced that much sooner (part 17).
 struct SweepCompression {
     static let askInterval: Duration = .seconds(1)
 
