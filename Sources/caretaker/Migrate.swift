@@ -63,7 +63,9 @@ extension Caretaker {
         private func grant(to role: String, configuration: Configuration, on connection: Connection) throws {
             let grants = RuntimeGrants(appSchema: configuration.database.appSchema, jobs: configuration.jobs)
             if dryRun {
-                print("would run:")
+                print(
+                    "would run, in one transaction (run again, up to \(RuntimeGrants.concurrentChangeAttempts) times in all, when another session changes the same rights at once):"
+                )
                 for statement in grants.statements(role: role) { print("  \(statement);") }
                 print("and, as a superuser on PostgreSQL 15 or later:")
                 for statement in grants.parameterStatements(role: role) { print("  \(statement);") }

@@ -263,6 +263,9 @@ import Testing
         let preview = try Caretaker.run(["migrate", "--dry-run", "--grant", worker, "--config", path])
         #expect(preview.status == 0, "\(preview.stderr)")
         #expect(
+            preview.stdout.contains("would run, in one transaction (run again, up to 5 times in all,"),
+            "\(preview.stdout)")
+        #expect(
             preview.stdout.contains(#"REVOKE ALL ON TABLE "public"."users" FROM "caretaker ""worker""";"#),
             "\(preview.stdout)")
         #expect(

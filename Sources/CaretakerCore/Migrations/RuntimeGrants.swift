@@ -151,6 +151,9 @@ public struct RuntimeGrants: Sendable {
         ]
     }
 
+    /// How many times `apply` runs its transaction at most (`retryingConcurrentCatalogChange`).
+    public static let concurrentChangeAttempts = 5
+
     /// Runs `change` (a transaction of `GRANT`s and `REVOKE`s) again, up to
     /// `attempts` times in all, while it fails because another session changed the
     /// same catalog row and committed first ("tuple concurrently updated", or
@@ -159,7 +162,9 @@ public struct RuntimeGrants: Sendable {
     /// rights are the cluster's, so two databases' `migrate --grant`, or the tests'
     /// parallel grants to one role) make the later one fail. Run again, it reads the
     /// row as the other left it.
-    static func retryingConcurrentCatalogChange(attempts: Int = 5, _ change: () throws -> Void) throws {
+    static func retryingConcurrentCatalogChange(
+        attempts: Int = concurrentChangeAttempts, _ change: () throws -> Void
+    ) throws {
         for attempt in 1...attempts {
             do {
                 return try change()
