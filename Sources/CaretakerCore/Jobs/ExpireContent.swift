@@ -551,8 +551,9 @@ struct DueSample: Equatable {
     /// measure its own (`remainingWAL`): a full page image of every page ahead that
     /// holds a due row (each sampled page with one standing for its stretch), as the
     /// first change of a page after a checkpoint writes, and a delete record for each
-    /// due row. It errs low: the image of a full page, a TOASTed value's rows and
-    /// the indexes' WAL are not counted. `nil` when the sample found nothing due.
+    /// due row. Roughly: each image counts as a whole block (a page with free space
+    /// writes less), but a TOASTed value's rows are not counted, nor rows past
+    /// `sampleLinePointers` on a page. `nil` when the sample found nothing due.
     func expectedWAL(from page: Int64, blockSize: Int64) -> Int64? {
         guard let rows = dueRows(from: page) else { return nil }
         let duePages = sampledPages.filter { $0.due > 0 }.reduce(0.0) { total, sampled in
