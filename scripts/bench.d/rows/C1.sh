@@ -16,13 +16,14 @@ pg_counters() {
 # cpu_ticks: busy and iowait jiffies of the whole machine, and the total (/proc/stat).
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 
-# c1_sampler FILE: every 0.2 s, the time, autovacuum workers at work, and with a standby
-# its replay lag (ms, from pg_stat_replication) and bytes not yet replayed.
+# c1_sampler FILE: every 0.2 s, the time, autovacuum workers vacuuming posts (an
+# autoanalyze alone, "autovacuum: ANALYZE public.posts", is not counted), and with a
+# standby its replay lag (ms, from pg_stat_replication) and bytes not yet replayed.
 c1_sampler() {
     while :; do
         sql postgres -F ' ' -c "
             SELECT extract(epoch FROM clock_timestamp()),
-                   (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND query LIKE '%posts%'),
+                   (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND query LIKE 'autovacuum: VACUUM%posts%'),
                    coalesce((SELECT round(extract(epoch FROM max(replay_lag)) * 1000) FROM pg_stat_replication), -1),
                    coalesce((SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)) FROM pg_stat_replication), -1)" || true
         sleep 0.2
