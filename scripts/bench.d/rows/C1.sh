@@ -222,7 +222,7 @@ c1_describe() {
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     local span=""
     [ -n "$window_seconds" ] && span="; over the $window_seconds s from its start: p99 $c1_window_p99 ms ($(c1_window_ratio)× before)"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_after_ratio)× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_before_ratio "$c1_after_p99")× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
 }
 
 row_C1() {
@@ -244,13 +244,14 @@ row_C1() {
     fi
 }
 
-# c1_after_ratio: the p99 in the --after seconds after the expiry ÷ the p99 before it.
-c1_after_ratio() { fmt %.2f "$(calc "$c1_after_p99 / ${c1[0]}")"; }
+# c1_before_ratio P99: P99 ÷ the app's p99 before the expiry, to two places (the p99
+# during it, in the --after seconds after it, or over the --window from its start).
+c1_before_ratio() { fmt %.2f "$(calc "$1 / ${c1[0]}")"; }
 
 # c1_window_ratio: the p99 over the --window seconds from the expiry's start ÷ the p99
 # before it; "-" without --window.
 c1_window_ratio() {
-    if [ -n "$window_seconds" ]; then fmt %.2f "$(calc "$c1_window_p99 / ${c1[0]}")"; else echo -; fi
+    if [ -n "$window_seconds" ]; then c1_before_ratio "$c1_window_p99"; else echo -; fi
 }
 
 # c1_series: the single DELETE, then every other variant, each on a fresh copy.
@@ -262,16 +263,16 @@ c1_series() {
     if [[ ",$c1_variants," == *",delete,"* ]]; then
         c1_run delete
         d_rate=$(calc "${c1[5]} / ${c1[6]}")
-        ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
+        ratio=$(c1_before_ratio "${c1[1]}")
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
-        printf 'single DELETE\t%s\t-\t-\t%s\t%s\n' "$ratio" "$(c1_after_ratio)" "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
+        printf 'single DELETE\t%s\t-\t-\t%s\t%s\n' "$ratio" "$(c1_before_ratio "$c1_after_p99")" "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
     fi
     for variant in "${variants[@]}"; do
         [ "$variant" = delete ] && continue
         c1_run "$variant"
-        ratio=$(fmt %.2f "$(calc "${c1[1]} / ${c1[0]}")")
+        ratio=$(c1_before_ratio "${c1[1]}")
         rate=$(calc "${c1[5]} / ${c1[6]}")
         local speed="" speed_ok=1 share=""
         if [ -n "$d_rate" ]; then
@@ -287,7 +288,7 @@ c1_series() {
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_after_ratio)" \
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_before_ratio "$c1_after_p99")" \
             "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
     done
 }
