@@ -192,10 +192,7 @@ import Testing
                     DROP ROLE \(quoteIdentifier(role)), \(quoteIdentifier(grantor));
                     """)
         }
-        func maySet() throws -> Bool {
-            try db.connection.query("SELECT has_parameter_privilege($1, 'wal_compression', 'SET') AS ok", role)
-                .first?.bool("ok") ?? true
-        }
+        func maySet() throws -> Bool? { try Self.maySetWALCompression(role, on: db) }
         #expect(try maySet() == false)
         let compressing = RuntimeGrants(
             appSchema: "public", jobs: try db.configuration("[jobs.expire-content]\ncompress_wal = true\n").jobs)
@@ -242,6 +239,12 @@ import Testing
         try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(role))")
     }
 
+    /// Whether `role` may set `wal_compression` (`nil` when the server did not say).
+    static func maySetWALCompression(_ role: String, on db: TestDatabase) throws -> Bool? {
+        try db.connection.query("SELECT has_parameter_privilege($1, 'wal_compression', 'SET') AS ok", role)
+            .first?.bool("ok")
+    }
+
     /// Drops `createRole`'s role and whatever it was granted, parameter rights included.
     static func dropRole(_ role: String, on db: TestDatabase) {
         _ = try? db.connection.execute(
@@ -275,9 +278,7 @@ import Testing
             }, "the grant waits for the other session's transaction, then finds the row changed")
         try other.query("COMMIT")
         _ = try grant.value()
-        #expect(
-            try db.connection.query("SELECT has_parameter_privilege($1, 'wal_compression', 'SET') AS ok", role)
-                .first?.bool("ok") == true)
+        #expect(try Self.maySetWALCompression(role, on: db) == true)
     }
 
     @Test(
