@@ -6,15 +6,17 @@ from the scheduled start, so time spent queued behind a stall counts too."""
 import math
 
 
-def transactions(path):
-    """(start, latency) in seconds of every transaction logged in path."""
+def transactions(path, with_script=False):
+    """(start, latency) in seconds of every transaction logged in path, and with
+    with_script its script's number (pgbench's -f order, from 0) as a third item."""
     with open(path) as f:
         for line in f:
             parts = line.split()
             if len(parts) < 6:
                 continue
             latency = int(parts[2]) / 1e6
-            yield int(parts[4]) + int(parts[5]) / 1e6 - latency, latency
+            start = int(parts[4]) + int(parts[5]) / 1e6 - latency
+            yield (start, latency, int(parts[3])) if with_script else (start, latency)
 
 
 def quantile(values, q):

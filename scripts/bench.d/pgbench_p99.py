@@ -2,24 +2,39 @@
 """C1: p99 latency of pgbench transactions by the window they started in.
 Usage: pgbench_p99.py BASE_FROM BASE_TO RUN_FROM RUN_TO AFTER_FROM AFTER_TO LOGFILE...
 (epoch seconds); LOGFILE: pgbench --log's (pgbench_log.py reads them).
-Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS BASE_P50_MS AFTER_P99_MS AFTER_N":
+Prints "BASE_P99_MS RUN_P99_MS BASE_N RUN_N RUN_MAX_MS BASE_P50_MS AFTER_P99_MS AFTER_N
+BASE_HALVES_RATIO BASE_P99_0 RUN_P99_0 BASE_P99_1 RUN_P99_1":
 before the expiry, while it ran, and after it ended (what the deletion left
-behind: dead rows the app's reads step over, pages to write in full again)."""
+behind: dead rows the app's reads step over, pages to write in full again);
+then the baseline against itself, the p99 of its second half ÷ that of its first
+(no expiry in either: how far one window's p99 strays from another's by chance);
+then the p99 before and during of the app's first script and of its second
+("nan" when it has only one), pgbench's script_no 0 and 1."""
 import sys
+from collections import defaultdict
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 from pgbench_log import quantile, transactions
 
 base_from, base_to, run_from, run_to, after_from, after_to = map(float, sys.argv[1:7])
-base, run, after = [], [], []
+middle = (base_from + base_to) / 2
+base, run, after, halves = [], [], [], ([], [])
+by_script = defaultdict(list)  # (window, script) -> latencies
 for path in sys.argv[7:]:
-    for start, latency in transactions(path):
+    for start, latency, script in transactions(path, with_script=True):
+        ms = latency * 1000
         if base_from <= start < base_to:
-            base.append(latency * 1000)
+            base.append(ms)
+            halves[start >= middle].append(ms)
+            by_script["base", script].append(ms)
         elif run_from <= start <= run_to:
-            run.append(latency * 1000)
+            run.append(ms)
+            by_script["run", script].append(ms)
         elif after_from < start <= after_to:
-            after.append(latency * 1000)
+            after.append(ms)
 
+halves_ratio = quantile(halves[1], 0.99) / quantile(halves[0], 0.99) if halves[0] and halves[1] else float("nan")
 print(f"{quantile(base, 0.99):.2f} {quantile(run, 0.99):.2f} {len(base)} {len(run)} "
       f"{max(run, default=float('nan')):.2f} {quantile(base, 0.5):.2f} "
-      f"{quantile(after, 0.99):.2f} {len(after)}")
+      f"{quantile(after, 0.99):.2f} {len(after)} {halves_ratio:.2f} "
+      + " ".join(f"{quantile(by_script[window, script], 0.99):.2f}"
+                 for script in (0, 1) for window in ("base", "run")))

@@ -119,7 +119,9 @@ c1_run() {
 # same database, so the ratio compares like with like), and what the cluster did while
 # the expiry ran (counters from its start to 2 s after its end). Sets c1_base_p50, the
 # median before the expiry, and c1_after_p99 and c1_after_n, the p99 and the number of
-# transactions that started in the --after seconds after its end; with --window, sets
+# transactions that started in the --after seconds after its end, and c1_halves, the
+# baseline against itself (pgbench_p99.py); with the mixed app, c1_scripts, the p99 of
+# page views and of writes before and during the expiry; with --window, sets
 # c1_window_p99, the p99 of those that started in the --window seconds from its start.
 c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
@@ -180,7 +182,12 @@ c1_attempt() {
     local windows
     read -r -a windows <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
         "$t1" "$(calc "$t1 + $after_seconds")" "$prefix".*[0-9])"
-    c1_base_p50=${windows[5]} c1_after_p99=${windows[6]} c1_after_n=${windows[7]}
+    c1_base_p50=${windows[5]} c1_after_p99=${windows[6]} c1_after_n=${windows[7]} c1_halves=${windows[8]}
+    c1_scripts=""
+    if [ "$app_workload" = mixed ]; then
+        c1_scripts="; page views p99 ${windows[10]} ms ($(fmt %.2f "$(calc "${windows[10]} / ${windows[9]}")")× theirs before)"
+        c1_scripts+=", writes p99 ${windows[12]} ms ($(fmt %.2f "$(calc "${windows[12]} / ${windows[11]}")")× theirs before)"
+    fi
     c1_window_p99=""
     if [ -n "$window_seconds" ]; then
         # The same baseline; "during" is now the span from the start, nothing after it.
@@ -222,7 +229,7 @@ c1_describe() {
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     local span=""
     [ -n "$window_seconds" ] && span="; over the $window_seconds s from its start: p99 $c1_window_p99 ms ($(c1_window_ratio)× before)"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_before_ratio "$c1_after_p99")× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}$c1_scripts; the baseline against itself (p99 of its second half ÷ its first) $c1_halves; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_before_ratio "$c1_after_p99")× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
 }
 
 row_C1() {
@@ -267,7 +274,8 @@ c1_series() {
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), single DELETE: p99 ÷ p99 without expiry" \
             "$ratio ($(c1_describe))" "— (reference)" "-"
         printf 'single DELETE\t%s\t%s\n' "$ratio" "$d_rate" >>"$work/c1-points.tsv"
-        printf 'single DELETE\t%s\t-\t-\t%s\t%s\n' "$ratio" "$(c1_before_ratio "$c1_after_p99")" "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
+        printf 'single DELETE\t%s\t-\t-\t%s\t%s\t%s\n' "$ratio" "$(c1_before_ratio "$c1_after_p99")" "$(c1_window_ratio)" \
+            "$c1_halves" >>"$work/c1-runs.tsv"
     fi
     for variant in "${variants[@]}"; do
         [ "$variant" = delete ] && continue
@@ -288,8 +296,8 @@ c1_series() {
         result C1 "${c1_run_label}$c1_app_what during the expiry ($app_rate tx/s, 4 clients), $label: p99 ÷ p99 without expiry" \
             "$ratio$speed ($(c1_describe))" "$target" "$verdict_text"
         printf '%s\t%s\t%s\n' "$label" "$ratio" "$rate" >>"$work/c1-points.tsv"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_before_ratio "$c1_after_p99")" \
-            "$(c1_window_ratio)" >>"$work/c1-runs.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$ratio" "${share:--}" "$verdict_text" "$(c1_before_ratio "$c1_after_p99")" \
+            "$(c1_window_ratio)" "$c1_halves" >>"$work/c1-runs.tsv"
     done
 }
 
@@ -331,4 +339,13 @@ print(f"{statistics.median(ratios)}\t{statistics.median(shares) if shares else 1
         esac
         result C1 "over $c1_runs runs, $label, $c1_app_what: app p99 ÷ p99 without expiry" "$text" "$target" "$verdict_text"
     done < <(cut -f1 "$work/c1-runs.tsv" | awk '!seen[$0]++')
+    # What a per-run ratio may stray by chance: every attempt's baseline against itself.
+    local halves
+    halves=$(cut -f7 "$work/c1-runs.tsv" | "$python3" -c '
+import math, statistics, sys
+r = [float(x) for x in sys.stdin.read().split() if not math.isnan(float(x))]
+print(f"median {statistics.median(r):.2f} (range {min(r):.2f}–{max(r):.2f}) over {len(r)} baselines;"
+      f" within 0.8–1.25 in {sum(0.8 <= x <= 1.25 for x in r)}" if r else "no baseline")')
+    result C1 "over $c1_runs runs, the baseline against itself, $c1_app_what: p99 of its second half ÷ its first, no expiry in either" \
+        "$halves" "-" "-"
 }
