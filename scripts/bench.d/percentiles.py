@@ -1,13 +1,12 @@
 #!/usr/bin/python3
 """Numbers on stdin, one per line -> "N P50 P99 MAX" (nearest-rank percentiles, 3 decimals)."""
-import math, sys
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+from pgbench_log import quantile
 
-values = sorted(float(line) for line in sys.stdin if line.strip())
+values = [float(line) for line in sys.stdin if line.strip()]
 if not values:
     print("0 nan nan nan")
     sys.exit(0)
 
-def rank(p):
-    return values[max(0, math.ceil(p / 100 * len(values)) - 1)]
-
-print(len(values), f"{rank(50):.3f}", f"{rank(99):.3f}", f"{values[-1]:.3f}")
+print(len(values), f"{quantile(values, 0.5):.3f}", f"{quantile(values, 0.99):.3f}", f"{max(values):.3f}")

@@ -1,5 +1,5 @@
 """Reading pgbench --log files (PostgreSQL 15), for pgbench_p99.py and timeline.py,
-and the quantile both take of the latencies.
+and the quantile they take of the latencies (percentiles.py takes it too).
 A line: client_id transaction_no latency_us script_no end_epoch end_us [schedule_lag_us].
 A transaction's start is its end minus its latency; under --rate the latency counts
 from the scheduled start, so time spent queued behind a stall counts too."""
