@@ -34,7 +34,8 @@ def epoch(text):
 
 def server_events(path):
     """(epoch, words) for checkpoints and posts' autovacuums, in time order. The
-    bench's cluster logs its times in UTC; lines in another zone are not matched."""
+    bench's cluster logs its times in UTC (scripts/bench sets log_timezone), so a
+    line in another zone is not one of its own and is not matched."""
     events, pending = [], None
     try:
         lines = open(path).read().splitlines()
