@@ -76,18 +76,27 @@ import Glibc
     }
 
     @Test(
-        "scripts/bench's C1 windows: a transaction counts where it started (its end minus its latency): before, during (its end included) or after the expiry (its end included)"
-    )
-    func pgbenchWindows() throws {
+        "scripts/bench's C1 windows: a transaction counts where it started (its end minus its latency): before (in the baseline's first or second half), during (its end included) or after the expiry (its end included), and per script",
+        arguments: [
+            // A baseline of [100, 110): its halves are 102 (500 ms) and 105 (250 ms); script 0
+            // took 250 ms before and 500 ms at p99 during, script 1 500 ms and 750 ms.
+            ("110", "500.00 750.00 2 3 750.00 250.00 750.00 2 0.50 500.00 2.00 750.00 1.50\n"),
+            // A baseline of [100, 104): its first half is empty, and script 0 has none of it.
+            ("104", "500.00 750.00 1 3 750.00 500.00 750.00 2 nan 500.00 nan 750.00 1.50\n"),
+        ])
+    func pgbenchWindows(baselineEnd: String, expected: String) throws {
         let directory = NSTemporaryDirectory() + "caretaker-windows-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // client, transaction, latency µs, script, end s, end µs: starts at 105 (before),
-        // 112 and 120 (during, 120 its last instant), 123 and 125 (after, 125 its last
-        // instant), 126 (past every window). Quarter seconds keep the sums exact.
+        // client, transaction, latency µs, script, end s, end µs: starts at 102 and 105
+        // (before: the first half of [100, 110) and the second), 112, 115.25 and 120
+        // (during, 120 its last instant), 123 and 125 (after, 125 its last instant), 126
+        // (past every window). Quarter seconds keep the sums exact.
         try """
+        1 0 500000 1 102 500000
         0 1 250000 0 105 250000
         0 2 500000 0 112 500000
+        1 4 750000 1 116 0
         0 3 250000 0 120 250000
         1 1 750000 1 123 750000
         1 2 250000 1 125 250000
@@ -97,12 +106,13 @@ import Glibc
         let status = try ChildProcess.run(
             [
                 "/usr/bin/python3", try Repository.file("scripts/bench.d/pgbench_p99.py"),
-                "100", "110", "110", "120", "120", "125", directory + "/log.1",
+                "100", baselineEnd, "110", "120", "120", "125", directory + "/log.1",
             ], logPath: directory + "/out")
         #expect(status == 0)
         let output = try String(contentsOfFile: directory + "/out", encoding: .utf8)
-        // BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX BASE_P50 AFTER_P99 AFTER_N
-        #expect(output == "250.00 500.00 1 2 500.00 250.00 750.00 2\n", "\(output)")
+        // BASE_P99 RUN_P99 BASE_N RUN_N RUN_MAX BASE_P50 AFTER_P99 AFTER_N BASE_HALVES_RATIO
+        // RUN_P99_0 RATIO_0 RUN_P99_1 RATIO_1
+        #expect(output == expected, "\(output)")
     }
 
     @Test(
