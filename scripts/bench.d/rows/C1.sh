@@ -121,7 +121,7 @@ c1_run() {
 # median before the expiry, and c1_after_p99 and c1_after_n, the p99 and the number of
 # transactions that started in the --after seconds after its end, and c1_halves, the
 # baseline against itself (pgbench_p99.py); with the mixed app, c1_scripts, the p99 of
-# page views and of writes before and during the expiry; with --window, sets
+# page views and of writes during the expiry, each against its own before; with --window, sets
 # c1_window_p99, the p99 of those that started in the --window seconds from its start.
 c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
