@@ -1,12 +1,32 @@
 # shellcheck shell=bash
-# Installs the Debian packages caretaker needs to build and test, when missing.
+# Installs the Debian packages caretaker's scripts need, when missing.
+
+# install_deps [SET...]: installs the packages of each SET that are missing (no SET: all of them).
+#   build     what `swift build` compiles and links against (libpq, libcurl, libcrypt)
+#   postgres  the throwaway PostgreSQL the demo, the tests and the bench start (runuser: util-linux)
+#   test      the rest that the tests, the soak, the packaging and the bench use:
+#             python3-aiosmtpd: the SMTP server; pgbouncer: the pooler tests; systemd: systemd-analyze;
+#             openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
+#             lintian and man-db: scripts/package and scripts/test-package (curl: its request to the
+#             installed dashboard); chromium: the dashboard's browser test; prometheus: promtool and the
+#             server the monitoring tests scrape with; faketime and libfaketime: the soak's clock-skew fault.
+# scripts/demo asks for `build postgres` only, so that trying caretaker does not install a browser.
 install_deps() {
-    # chromium: the dashboard's browser test. openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
-    # lintian and man-db: scripts/package and scripts/test-package (curl: its request to the installed dashboard);
-    # prometheus: promtool and the server the monitoring tests scrape with; faketime and libfaketime: the soak's clock-skew fault.
-    local wanted=(libpq-dev libcurl4-openssl-dev libcrypt-dev postgresql postgresql-contrib python3-aiosmtpd pkg-config util-linux systemd pgbouncer
-                  openssl dpkg-dev binutils lintian man-db curl chromium prometheus faketime libfaketime)
+    local sets=("$@")
+    [ ${#sets[@]} -eq 0 ] && sets=(build postgres test)
+    local wanted=()
+    local set
+    for set in "${sets[@]}"; do
+        case "$set" in
+            build) wanted+=(libpq-dev libcurl4-openssl-dev libcrypt-dev pkg-config) ;;
+            postgres) wanted+=(postgresql postgresql-contrib util-linux) ;;
+            test) wanted+=(python3-aiosmtpd systemd pgbouncer openssl dpkg-dev binutils lintian man-db curl
+                           chromium prometheus faketime libfaketime) ;;
+            *) echo "install_deps: unknown set '$set'; the sets are: build, postgres, test" >&2; return 64 ;;
+        esac
+    done
     local missing=()
+    local package
     for package in "${wanted[@]}"; do
         dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
     done
