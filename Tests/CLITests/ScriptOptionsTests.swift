@@ -169,6 +169,44 @@ import Glibc
     }
 
     @Test(
+        "scripts/bench.d/service_time.py: a kept C1 attempt's latencies split into schedule lag and service time, before, during and after the expiry"
+    )
+    func serviceTime() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-service-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The expiry ran from 1800000000 for 10 s. Before it (from -9 s): 4 ms of which
+        // 1 ms lag, and 2 ms with none. During: 10 ms of which 6 ms lag, and 5 ms on a
+        // line without a lag (pgbench without --rate). After (5 s by default): 3 ms of
+        // which 0.5 ms lag. At +20 s: past every window. The .out file is not a log.
+        try "default 1799999980 1800000000 1800000010\n".write(
+            toFile: directory + "/c1-spans", atomically: true, encoding: .utf8)
+        try """
+        0 1 4000 0 1799999995 4000 1000
+        1 1 2000 0 1799999996 2000 0
+        0 2 10000 0 1800000001 10000 6000
+        1 2 5000 0 1800000002 5000
+        0 3 3000 0 1800000012 3000 500
+        1 3 9000 0 1800000020 9000 8000
+
+        """.write(toFile: directory + "/c1-c1_default.123", atomically: true, encoding: .utf8)
+        try "not a pgbench log\n".write(toFile: directory + "/c1-c1_default.out", atomically: true, encoding: .utf8)
+        let status = try ChildProcess.run(
+            ["/usr/bin/python3", try Repository.file("scripts/bench.d/service_time.py"), directory],
+            logPath: directory + "/out")
+        #expect(status == 0)
+        let output = try String(contentsOfFile: directory + "/out", encoding: .utf8)
+        #expect(
+            output == """
+                variant window n p99_latency_ms p99_lag_ms p50_service_ms p99_service_ms
+                default before 2 4.00 1.00 2.00 3.00
+                default during 2 10.00 6.00 4.00 5.00
+                default after 1 3.00 0.50 2.50 2.50
+
+                """, "\(output)")
+    }
+
+    @Test(
         "scripts/bench --pg-setting takes NAME=VALUE",
         arguments: ["shared_buffers", "=1GB", "shared_buffers=", "shared buffers=1GB"])
     func benchBadPgSetting(setting: String) async throws {

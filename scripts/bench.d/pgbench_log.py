@@ -6,9 +6,10 @@ from the scheduled start, so time spent queued behind a stall counts too."""
 import math
 
 
-def transactions(path, with_script=False):
-    """(start, latency) in seconds of every transaction logged in path, and with
-    with_script its script's number (pgbench's -f order, from 0) as a third item."""
+def transactions(path, with_script=False, with_lag=False):
+    """(start, latency) in seconds of every transaction logged in path; with
+    with_script its script's number (pgbench's -f order, from 0) as the next item,
+    and with with_lag its schedule lag in seconds (0 without --rate) as the last."""
     with open(path) as f:
         for line in f:
             parts = line.split()
@@ -16,7 +17,8 @@ def transactions(path, with_script=False):
                 continue
             latency = int(parts[2]) / 1e6
             start = int(parts[4]) + int(parts[5]) / 1e6 - latency
-            yield (start, latency, int(parts[3])) if with_script else (start, latency)
+            item = (start, latency) + ((int(parts[3]),) if with_script else ())
+            yield item + ((int(parts[6]) / 1e6 if len(parts) > 6 else 0.0,) if with_lag else ())
 
 
 def quantile(values, q):
