@@ -58,6 +58,7 @@ c1_config() {
             prune) extra+=('prune_swept_pages = true') ;;
             noprune) extra+=('prune_swept_pages = false') ;;
             nocompress) extra+=('compress_wal = false') ;;
+            dedup) ;;  # the index, not the configuration: c1_attempt
             vacuumwait) extra+=('wait_for_vacuum = true') ;;
             novacuumwait) extra+=('wait_for_vacuum = false') ;;
             rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
@@ -126,6 +127,10 @@ c1_run() {
 c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
     clone seeded "$db"
+    # dedup: posts (pack_id, likes) as it was before migration 11, deduplicated.
+    if [[ "+$variant+" == *+dedup+* ]]; then
+        sql "$db" -c "ALTER INDEX posts_pack_likes_idx RESET (deduplicate_items); REINDEX INDEX posts_pack_likes_idx" >/dev/null
+    fi
     settle "$db"
     local lo hi
     read -r lo hi <<<"$(sql "$db" -F ' ' -c "SELECT max(id) - 20000, max(id) FROM posts")"
