@@ -24,10 +24,35 @@ struct AlertNotifier: Sendable {
         self.logger = logger
     }
 
-    /// Decides and acts for every job in `readings`; a send that fails is logged
-    /// and retried at a later evaluation (by this instance or another).
-    func evaluate(_ readings: HistoryReadings, on connection: Connection) throws {
-        let stored = try RunStore(connection).alertStates()
+    /// The alert states `caretaker.job_alerts` holds now, to read before the
+    /// readings that `evaluate` decides from (`statesThenReadings`).
+    ///
+    /// Why before: another instance may change a state from runs newer than this
+    /// instance's readings. Read after the readings, that newer state would meet
+    /// older readings here, and the change it records would be undone: a failed run
+    /// alerted by one instance, a "recovered" from a second that had not yet seen
+    /// the failure, and the alert again from a third (the soak's alerts-once saw two
+    /// alerts and two recoveries for one incident). Read before, the readings are
+    /// never older than what the state was decided from, and `claimAlertChange`
+    /// moves a state only while it is still the one read.
+    func storedStates(on connection: Connection) throws -> [String: AlertPolicy.Stored] {
+        try RunStore(connection).alertStates()
+    }
+
+    /// `storedStates`, then the readings `read` returns: the order `evaluate` needs.
+    func statesThenReadings(
+        on connection: Connection, _ read: () throws -> HistoryReadings
+    ) throws -> (stored: [String: AlertPolicy.Stored], readings: HistoryReadings) {
+        let stored = try storedStates(on: connection)
+        return (stored, try read())
+    }
+
+    /// Decides and acts for every job in `readings`, from the states `stored` (read
+    /// before the readings: `statesThenReadings`); a send that fails is logged and retried
+    /// at a later evaluation (by this instance or another).
+    func evaluate(
+        _ readings: HistoryReadings, stored: [String: AlertPolicy.Stored], on connection: Connection
+    ) throws {
         for job in readings.jobs {
             let action = AlertPolicy.decide(stored: stored[job.name], now: AlertPolicy.condition(of: job))
             try carryOut(action, job: job.name, previous: stored[job.name], on: connection)

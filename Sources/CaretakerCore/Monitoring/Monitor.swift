@@ -177,8 +177,12 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             }
             guard metrics != nil || alerts != nil else { return }
             do {
-                let readings = try HistoryReadings.read(
-                    connection, configuration: configuration, watchedFor: watch.watchedFor())
+                let read = {
+                    try HistoryReadings.read(connection, configuration: configuration, watchedFor: watch.watchedFor())
+                }
+                // With alerts, their states are read first (`AlertNotifier.storedStates` says why).
+                let (stored, readings): ([String: AlertPolicy.Stored]?, HistoryReadings) =
+                    try alerts.map { try $0.statesThenReadings(on: connection, read) } ?? (nil, read())
                 if let metrics {
                     let (skipped, next) = try HistoryReadings.skippedSlots(
                         connection, after: cursor,
@@ -187,7 +191,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                     metrics.recordSkipped(skipped)
                     metrics.update(readings)
                 }
-                try alerts?.evaluate(readings, on: connection)
+                if let alerts, let stored { try alerts.evaluate(readings, stored: stored, on: connection) }
             } catch {
                 metrics?.databaseUnavailable()
                 logger.warning(
