@@ -12,21 +12,17 @@ before the expiry, during it, and AFTER_SECONDS after its end:
 A median service time that grows while the expiry runs is work the server does
 for each transaction (the dead rows a page view meets, a CPU shared); a lag that
 grows with it is the queue that work builds."""
-import glob, re, sys
+import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
-from pgbench_log import quantile, transactions
+from pgbench_log import c1_attempts, c1_logs, quantile, transactions
 
 work = sys.argv[1]
 after = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
 
 print("variant window n p99_latency_ms p99_lag_ms p50_service_ms p99_service_ms")
-for line in open(f"{work}/c1-spans"):
-    variant, _, t0, t1 = line.split()
-    t0, t1 = float(t0), float(t1)
-    db = "c1_" + re.sub(r"[^a-z0-9]", "_", variant)
+for variant, db, t0, t1 in c1_attempts(work):
     app = [(start, latency * 1000, lag * 1000)
-           for path in glob.glob(f"{work}/c1-{db}.*") if re.search(r"\.\d+(\.\d+)?$", path)
-           for start, latency, lag in transactions(path, with_lag=True)]
+           for path in c1_logs(work, db) for start, latency, lag in transactions(path, with_lag=True)]
     for window, low, high in (("before", t0 - 9, t0), ("during", t0, t1), ("after", t1, t1 + after)):
         inside = [(latency, lag) for start, latency, lag in app if low <= start < high]
         service = [latency - lag for latency, lag in inside]

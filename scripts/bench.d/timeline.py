@@ -14,10 +14,10 @@ comes only at the end, and only with log_autovacuum_min_duration = 0). With
 sampled in during the bucket (WORKDIR/c1-c1_VARIANT.waits, "EPOCH|STATE|WAIT"; none:
 CPU), the three most frequent with their counts: "waits IO:WALSync 5, CPU 3".
 Each attempt starts with "VARIANT: expiry T1-T0 s, baseline p99 MS" (the 9 s before)."""
-import datetime, glob, math, re, sys
+import datetime, math, re, sys
 from collections import Counter, defaultdict
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
-from pgbench_log import quantile, transactions
+from pgbench_log import c1_attempts, c1_logs, quantile, transactions
 from wait_events import samples
 
 work = sys.argv[1]
@@ -63,11 +63,9 @@ def server_events(path):
     return sorted(events)
 
 
-def app_transactions(pattern):
-    """(start, latency_ms) of every transaction in the pgbench logs matching pattern."""
-    return [(start, latency * 1000)
-            for path in glob.glob(pattern) if re.search(r"\.\d+(\.\d+)?$", path)
-            for start, latency in transactions(path)]
+def app_transactions(database):
+    """(start, latency_ms) of every transaction in the attempt's pgbench logs."""
+    return [(start, latency * 1000) for path in c1_logs(work, database) for start, latency in transactions(path)]
 
 
 def active_waits(path):
@@ -88,11 +86,8 @@ def by_bucket(items, first):
 
 
 events = server_events(f"{work}/pg/server.log")
-for line in open(f"{work}/c1-spans"):
-    variant, _, t0, t1 = line.split()
-    t0, t1 = float(t0), float(t1)
-    db = "c1_" + re.sub(r"[^a-z0-9]", "_", variant)
-    app = app_transactions(f"{work}/c1-{db}.*")
+for variant, db, t0, t1 in c1_attempts(work):
+    app = app_transactions(db)
     base = [ms for start, ms in app if t0 - 9 <= start < t0]
     print(f"{variant}: expiry {t1 - t0:.1f} s, baseline p99 {quantile(base, 0.99):.2f} ms")
     first = t0 - 10
