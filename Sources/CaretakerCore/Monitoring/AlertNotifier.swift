@@ -24,26 +24,21 @@ struct AlertNotifier: Sendable {
         self.logger = logger
     }
 
-    /// The alert states `caretaker.job_alerts` holds now, to read before the
-    /// readings that `evaluate` decides from (`statesThenReadings`).
+    /// The alert states `caretaker.job_alerts` holds now, then the readings `read`
+    /// returns, in that order: `evaluate` decides from both.
     ///
-    /// Why before: another instance may change a state from runs newer than this
-    /// instance's readings. Read after the readings, that newer state would meet
-    /// older readings here, and the change it records would be undone: a failed run
-    /// alerted by one instance, a "recovered" from a second that had not yet seen
+    /// Why the states first: another instance may change a state from runs newer
+    /// than this instance's readings. Read after the readings, that newer state would
+    /// meet older readings here, and the change it records would be undone: a failed
+    /// run alerted by one instance, a "recovered" from a second that had not yet seen
     /// the failure, and the alert again from a third (the soak's alerts-once saw two
-    /// alerts and two recoveries for one incident). Read before, the readings are
+    /// alerts and two recoveries for one incident). Read first, the readings are
     /// never older than what the state was decided from, and `claimAlertChange`
     /// moves a state only while it is still the one read.
-    func storedStates(on connection: Connection) throws -> [String: AlertPolicy.Stored] {
-        try RunStore(connection).alertStates()
-    }
-
-    /// `storedStates`, then the readings `read` returns: the order `evaluate` needs.
     func statesThenReadings(
         on connection: Connection, _ read: () throws -> HistoryReadings
     ) throws -> (stored: [String: AlertPolicy.Stored], readings: HistoryReadings) {
-        let stored = try storedStates(on: connection)
+        let stored = try RunStore(connection).alertStates()
         return (stored, try read())
     }
 

@@ -180,7 +180,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 let read = {
                     try HistoryReadings.read(connection, configuration: configuration, watchedFor: watch.watchedFor())
                 }
-                // With alerts, their states are read first (`AlertNotifier.storedStates` says why).
+                // With alerts, their states are read first (`AlertNotifier.statesThenReadings` says why).
                 let (stored, readings): ([String: AlertPolicy.Stored]?, HistoryReadings) =
                     try alerts.map { try $0.statesThenReadings(on: connection, read) } ?? (nil, read())
                 if let metrics {
