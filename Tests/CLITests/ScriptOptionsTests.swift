@@ -207,6 +207,51 @@ import Glibc
     }
 
     @Test(
+        "scripts/bench.d/stalls.py: moments every app client was active at once, the longest streak, and who did what in streaks of 50 ms or more"
+    )
+    func stalls() throws {
+        let directory = NSTemporaryDirectory() + "caretaker-stalls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Two clients. 99.99 is before the window. From 100.00, six samples with both
+        // active (a 60 ms streak): the WAL writer syncing in every other one, idle in
+        // its main loop in the rest; caretaker flushing in all; the background writer
+        // idle. At 100.06 one client waits for pgbench. 100.50 and 100.51: a 20 ms
+        // streak, too short for the waits. 101.50 is past the window.
+        var lines = ["99.99|app|active|LWLock:WALWrite", "99.99|app|active|"]
+        for sample in 0..<6 {
+            let stamp = String(format: "%.2f", 100 + Double(sample) / 100)
+            lines += [
+                "\(stamp)|app|active|LWLock:WALWrite", "\(stamp)|app|active|IO:WALSync",
+                "\(stamp)|walwriter||" + (sample.isMultiple(of: 2) ? "IO:WALSync" : "Activity:WalWriterMain"),
+                "\(stamp)|caretaker|active|IO:DataFileFlush", "\(stamp)|background writer||Activity:BgWriterMain", "",
+            ]
+        }
+        lines += [
+            "100.06|app|active|", "100.06|app|idle|Client:ClientRead", "100.06|caretaker|active|", "",
+            "100.50|app|active|", "100.50|app|active|IO:DataFileRead", "100.51|app|active|", "100.51|app|active|", "",
+            "100.60|app|idle|Client:ClientRead", "101.50|app|active|", "101.50|app|active|",
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: directory + "/samples", atomically: true, encoding: .utf8)
+        func stalls(_ from: String, _ to: String) throws -> String {
+            let status = try ChildProcess.run(
+                [
+                    "/usr/bin/python3", try Repository.file("scripts/bench.d/stalls.py"), directory + "/samples", "2",
+                    from, to,
+                ], logPath: directory + "/out-\(from)")
+            #expect(status == 0)
+            return try String(contentsOfFile: directory + "/out-\(from)", encoding: .utf8)
+        }
+        #expect(
+            try stalls("100", "101")
+                == "stalled in 8 samples of 10, the longest 60 ms from +0.00 s; in the 6 samples of streaks of 50 ms or more: app LWLock:WALWrite 50%, IO:WALSync 50%; caretaker IO:DataFileFlush 100%; walwriter IO:WALSync 50%\n"
+        )
+        #expect(try stalls("100.50", "100.51") == "stalled in 2 samples of 2, the longest 20 ms from +0.00 s\n")
+        #expect(try stalls("100.55", "101") == "no stall\n")
+    }
+
+    @Test(
         "scripts/bench --pg-setting takes NAME=VALUE",
         arguments: ["shared_buffers", "=1GB", "shared_buffers=", "shared buffers=1GB"])
     func benchBadPgSetting(setting: String) async throws {

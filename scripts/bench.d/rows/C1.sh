@@ -43,6 +43,36 @@ SELECT extract(epoch FROM now()), state, wait_event_type || ':' || wait_event FR
 SQL
 }
 
+# c1_server_sampler FILE: with --wait-events, every 10 ms, every server process but the
+# bench's own samplers, as "EPOCH|WHO|STATE|TYPE:EVENT": WHO "app" for pgbench's
+# backends, "caretaker" for caretaker's, "delete" for the single DELETE's, else the
+# backend type (walwriter, checkpointer, ...). stalls.py reads it: who held the app up
+# when every client waited at once (BENCHMARKS.md, part 20).
+c1_server_sampler() {
+    exec psql -X -q -At -F '|' "$(conninfo postgres)" >>"$1" 2>/dev/null <<'SQL'
+SELECT extract(epoch FROM now()),
+       CASE WHEN application_name = 'pgbench' THEN 'app'
+            WHEN application_name LIKE 'caretaker%' THEN 'caretaker'
+            WHEN query LIKE 'DELETE FROM posts%' THEN 'delete'
+            ELSE backend_type END,
+       coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, '')
+FROM pg_stat_activity
+WHERE pid <> pg_backend_pid()
+  AND (backend_type <> 'client backend' OR application_name = 'pgbench' OR application_name LIKE 'caretaker%'
+       OR query LIKE 'DELETE FROM posts%')
+\watch 0.01
+SQL
+}
+
+# disk_counters: the block device under the bench's data directory, from
+# /proc/diskstats: "NAME WRITES SECTORS_WRITTEN FLUSHES" (nothing where the directory
+# is on no block device, such as an overlay).
+disk_counters() {
+    local major minor
+    read -r major minor <<<"$(stat -c '%Hd %Ld' "$work/pg/data")"
+    awk -v major="$major" -v minor="$minor" '$1 == major && $2 == minor { print $3, $8, $10, $19 + 0 }' /proc/diskstats
+}
+
 # c1_config FILE DB VARIANT: expire-content's configuration for a C1 variant (see --help);
 # parts joined by "+" combine (compress+spacing=4s).
 c1_config() {
@@ -140,11 +170,14 @@ c1_attempt() {
     c1_sampler "$prefix.samples" &
     local sampler_pid=$!
     spawned "$sampler_pid"
-    local waits_pid=""
+    local waits_pid="" server_pid=""
     if [ "$wait_events" = true ]; then
         c1_wait_sampler "$prefix.waits" &
         waits_pid=$!
         spawned "$waits_pid"
+        c1_server_sampler "$prefix.server" &
+        server_pid=$!
+        spawned "$server_pid"
     fi
     local p0; p0=$(now)
     pgbench -n "${c1_app_args[@]}" -c 4 -j 2 -R "$app_rate" -T 3600 --log --log-prefix="$prefix" \
@@ -153,8 +186,8 @@ c1_attempt() {
     local bench_pid=$!
     spawned "$bench_pid"
     sleep "$baseline"
-    local t0 t1 rows before after cpu0 cpu1
-    before=$(pg_counters); cpu0=$(cpu_ticks)
+    local t0 t1 rows before after cpu0 cpu1 disk0 disk1
+    before=$(pg_counters); cpu0=$(cpu_ticks); disk0=$(disk_counters)
     t0=$(now)
     if [ "$variant" = delete ]; then
         rows=$(psql -X -At -v ON_ERROR_STOP=1 "$(conninfo "$db")" -c "DELETE FROM posts WHERE $post_due")
@@ -168,7 +201,7 @@ c1_attempt() {
     echo "$variant $p0 $t0 $t1" >>"$work/c1-spans"
     # Let transactions that started during the expiry finish and reach the log.
     sleep 2
-    after=$(pg_counters); cpu1=$(cpu_ticks)
+    after=$(pg_counters); cpu1=$(cpu_ticks); disk1=$(disk_counters)
     # The app goes on for --after seconds past the end, or to the end of the --window
     # when that is later (and 1 s more, for the last of those to finish): what the
     # deletion left behind, apart from the run itself.
@@ -178,11 +211,21 @@ c1_attempt() {
     kill -TERM "$bench_pid" 2>/dev/null || true
     wait "$bench_pid" 2>/dev/null || true
     stop_child "$sampler_pid"
-    c1_waits=""
+    c1_waits="" c1_stalls=""
     if [ -n "$waits_pid" ]; then
         stop_child "$waits_pid"
+        stop_child "$server_pid"
         c1_waits=$("$python3" "$helpers/wait_events.py" "$prefix.waits" "$(calc "$p0 + 1")" "$t0" "$t1" \
             "$(calc "$t1 + $after_seconds")" | paste -sd '|' | sed 's/|/. /g')
+        c1_stalls=$("$python3" "$helpers/stalls.py" "$prefix.server" 4 "$t0" "$t1")
+    fi
+    # The disk under the data directory from the expiry's start to 2 s after its end.
+    c1_disk=""
+    if [ -n "$disk0" ] && [ -n "$disk1" ]; then
+        c1_disk=$(awk -v a="$disk0" -v b="$disk1" -v s="$(calc "$t1 + 2 - $t0")" 'BEGIN {
+            split(a, x, " "); split(b, y, " "); w = y[2] - x[2]; if (w <= 0) w = 1
+            printf "the disk (%s): %.0f writes/s of %.0f kB, %.0f MB/s, %.0f flushes/s", y[1], (y[2] - x[2]) / s,
+                (y[3] - x[3]) * 512 / 1024 / w, (y[3] - x[3]) * 512 / 1048576 / s, (y[4] - x[4]) / s }')
     fi
     local windows
     read -r -a windows <<<"$("$python3" "$helpers/pgbench_p99.py" "$(calc "$p0 + 1")" "$t0" "$t0" "$t1" \
@@ -234,7 +277,7 @@ c1_describe() {
     [ "${c1[23]}" != n/a ] && throttle+="; budget cut ${c1[23]} times, lowest $((${c1[24]} / 1024)) MB/s, last $((${c1[25]} / 1024)) MB/s"
     local span=""
     [ -n "$window_seconds" ] && span="; over the $window_seconds s from its start: p99 $c1_window_p99 ms ($(c1_window_ratio)× before)"
-    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}$c1_scripts; the baseline against itself (p99 of its second half ÷ its first) $c1_halves; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_before_ratio "$c1_after_p99")× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}"
+    echo "p99 ${c1[1]} vs ${c1[0]} ms (median before $c1_base_p50 ms), max ${c1[4]} ms, ${c1[3]} tx${c1_disturbed:-}$c1_scripts; the baseline against itself (p99 of its second half ÷ its first) $c1_halves; in the ${after_seconds} s after: p99 $c1_after_p99 ms ($(c1_before_ratio "$c1_after_p99")× before), $c1_after_n tx$span; ${c1[5]} rows in $(fmt %.1f "${c1[6]}") s = $(krate "$(calc "${c1[5]} / ${c1[6]}")") rows/s$throttle; WAL ${c1[7]} MB (${c1[8]} records, ${c1[9]} full page images, ${c1[11]} WAL syncs, ${c1[10]} writes for full WAL buffers); checkpoints ${c1[13]} requested + ${c1[12]} timed; buffers written by checkpointer ${c1[14]}, bgwriter ${c1[15]}, backends ${c1[16]}; CPU busy ${c1[17]} %, iowait ${c1[18]} %${c1_disk:+; $c1_disk}; autovacuum on posts: ${c1[19]}$lag${c1_waits:+; the app backends while active: $c1_waits}${c1_stalls:+; stalls of the app (every client active at once) during the expiry: $c1_stalls}"
 }
 
 row_C1() {
