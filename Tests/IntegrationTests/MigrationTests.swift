@@ -120,6 +120,91 @@ import Testing
         #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_idx'") == 0)
     }
 
+    /// The buffers an index scan of pack `pack`'s 20 most-liked posts touched, from
+    /// `EXPLAIN (ANALYZE, BUFFERS)`: index pages, and a heap page for each entry it
+    /// did not skip as dead.
+    static func buffersOfPackScan(_ db: TestDatabase, pack: Int64) throws -> Int {
+        let plan = try db.connection.query(
+            "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, COSTS OFF) SELECT id FROM posts WHERE pack_id = $1 ORDER BY likes DESC LIMIT 20",
+            pack
+        ).rows.compactMap { $0["QUERY PLAN"] }
+        let buffers = plan.first { $0.contains("Buffers:") } ?? ""
+        return ["hit", "read"].reduce(0) { sum, kind in
+            sum + (buffers.firstMatch(of: try! Regex("\(kind)=([0-9]+)"))?.output[1].substring.flatMap { Int($0) } ?? 0)
+        }
+    }
+
+    @Test(
+        "posts (pack_id, likes) is not deduplicated (migration 11): the first scan of a pack after a delete marks the deleted rows' entries dead, and the next skips them"
+    )
+    func packLikesIndexMarksDeletedEntries() throws {
+        let db = try TestDatabase()
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM pg_class
+                WHERE relname = 'posts_pack_likes_idx' AND 'deduplicate_items=off' = ANY(reloptions)
+                """) == 1)
+        // 2,000 posts in turn in 10 packs, all with 5 likes: one key per pack. Five
+        // posts fill a heap page, so each of a pack's posts is on a page of its own.
+        // Then 150 of pack 1's 200 go; with deduplication they would share posting
+        // lists with its 50 others.
+        try db.connection.execute(
+            script: """
+                INSERT INTO packs (name) SELECT 'pack ' || i FROM generate_series(1, 10) i;
+                INSERT INTO posts (pack_id, likes, body)
+                SELECT (SELECT min(id) FROM packs) + i % 10, 5, repeat('x', 1500) FROM generate_series(0, 1999) i;
+                DELETE FROM posts WHERE id IN (
+                    SELECT id FROM posts WHERE pack_id = (SELECT min(id) FROM packs) ORDER BY id DESC LIMIT 150);
+                SET enable_seqscan = off;
+                SET enable_bitmapscan = off;
+                """)
+        let pack = try db.connection.query("SELECT min(id) AS id FROM packs").first!.int64("id")!
+        let first = try Self.buffersOfPackScan(db, pack: pack)
+        let second = try Self.buffersOfPackScan(db, pack: pack)
+        let third = try Self.buffersOfPackScan(db, pack: pack)
+        #expect(first >= 150, "the first scan visits the deleted rows' heap pages: \(first) buffers")
+        #expect(second * 2 < first, "the second scan skips them: \(second) buffers against \(first)")
+        #expect(third == second)
+    }
+
+    @Test(
+        "migration 11 on an install at version 10: deduplication off, the index rebuilt in place, an interrupted rebuild's invalid leftovers dropped"
+    )
+    func packLikesIndexIsRebuilt() throws {
+        let db = try TestDatabase()
+        // Version 10's index (deduplicated), an invalid leftover of an interrupted
+        // rebuild, and a valid index of the app's whose name looks like one.
+        try db.connection.execute(
+            script: """
+                ALTER INDEX posts_pack_likes_idx RESET (deduplicate_items);
+                REINDEX INDEX posts_pack_likes_idx;
+                CREATE INDEX posts_pack_likes_idx_ccnew ON posts (pack_id, likes);
+                UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'posts_pack_likes_idx_ccnew'::regclass;
+                CREATE INDEX posts_pack_likes_idx_ccold1 ON posts (pack_id, likes);
+                DELETE FROM caretaker.schema_migrations WHERE version = 11;
+                """)
+        let fileNode = "SELECT relfilenode::text AS node FROM pg_class WHERE relname = 'posts_pack_likes_idx'"
+        let before = try db.connection.query(fileNode).first?.string("node")
+        #expect(try Migrator(appSchema: "public").migrate(on: db.connection).map(\.version) == [11])
+        #expect(try db.connection.query(fileNode).first?.string("node") != before, "the index was not rebuilt")
+        #expect(
+            try db.count(
+                """
+                SELECT count(*) FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                WHERE c.relname = 'posts_pack_likes_idx' AND 'deduplicate_items=off' = ANY(c.reloptions) AND i.indisvalid
+                """) == 1)
+        #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_likes_idx_ccnew'") == 0)
+        #expect(try db.count("SELECT count(*) FROM pg_class WHERE relname = 'posts_pack_likes_idx_ccold1'") == 1)
+    }
+
+    @Test("migration 11 rebuilds the index CONCURRENTLY: the app keeps writing to posts while it waits")
+    func reindexDoesNotBlockTheApp() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(script: "DELETE FROM caretaker.schema_migrations WHERE version = 11")
+        #expect(try Self.migrateWhileTheAppWrites(db, waitingIn: "REINDEX") == [11])
+    }
+
     @Test(
         "a migration that must lock an app table a long transaction holds waits briefly, lets the app's writes through, and gives up after lockWait",
         .timeLimit(.minutes(1))  // without lock_timeout, migrate would wait for the holder for ever

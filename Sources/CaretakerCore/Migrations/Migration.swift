@@ -8,8 +8,8 @@ public struct Migration: Sendable {
     public let version: Int
     public let name: String
     /// Applied in one transaction together with the version's row, unless the
-    /// migration has `concurrentIndexes` or `redundantIndexes` (then it must be safe
-    /// to run again).
+    /// migration has `concurrentIndexes`, `redundantIndexes` or `concurrentReindexes`
+    /// (then it must be safe to run again).
     public let sql: String
     /// Built after `sql` with `CREATE INDEX CONCURRENTLY`, outside any transaction,
     /// so an existing app keeps writing to the table meanwhile.
@@ -17,20 +17,24 @@ public struct Migration: Sendable {
     /// Dropped after the builds with `DROP INDEX CONCURRENTLY`, for the same reason,
     /// and only while another index still does their work (`RedundantIndex`).
     public let redundantIndexes: [RedundantIndex]
+    /// Indexes of the app schema rebuilt last with `REINDEX INDEX CONCURRENTLY`, where
+    /// they exist: an index takes storage parameters that `sql` set only when rebuilt.
+    public let concurrentReindexes: [String]
 
     init(
         version: Int, name: String, sql: String, concurrentIndexes: [ConcurrentIndex] = [],
-        redundantIndexes: [RedundantIndex] = []
+        redundantIndexes: [RedundantIndex] = [], concurrentReindexes: [String] = []
     ) {
         self.version = version
         self.name = name
         self.sql = sql
         self.concurrentIndexes = concurrentIndexes
         self.redundantIndexes = redundantIndexes
+        self.concurrentReindexes = concurrentReindexes
     }
 
     /// True when the migration runs statements that cannot run in a transaction.
-    var isConcurrent: Bool { !concurrentIndexes.isEmpty || !redundantIndexes.isEmpty }
+    var isConcurrent: Bool { !concurrentIndexes.isEmpty || !redundantIndexes.isEmpty || !concurrentReindexes.isEmpty }
 
     /// Every migration, in the order they apply.
     public static let all: [Migration] = [
@@ -43,6 +47,7 @@ public struct Migration: Sendable {
         .packLikesIndex,
         .dropRedundantPackIndex,
         .packLooks,
+        .packLikesIndexWithoutDeduplication,
     ]
 
     /// The SQL with the app schema substituted.

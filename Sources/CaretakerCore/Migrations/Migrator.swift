@@ -100,6 +100,7 @@ public struct Migrator: Sendable {
             // writes, and waits for older transactions by design.
             for index in migration.concurrentIndexes { try build(index, on: connection) }
             for index in migration.redundantIndexes { try dropIfRedundant(index, on: connection) }
+            for index in migration.concurrentReindexes { try rebuild(index, on: connection) }
             try record()
         } catch let error as PostgresError {
             throw MigrationError(
@@ -153,6 +154,31 @@ public struct Migrator: Sendable {
 }
 
 extension Migrator {
+    /// `REINDEX INDEX CONCURRENTLY` of the app schema's index `name` where it exists,
+    /// after dropping what an interrupted rebuild of it left. PostgreSQL builds the
+    /// new index beside the old as `NAME_ccnew` (`NAME_ccnew1`, … when taken), swaps
+    /// them, and drops the old one, then named `NAME_ccold`; a rebuild that fails on
+    /// the way leaves them behind, invalid, and the next one would leave them for ever.
+    private func rebuild(_ name: String, on connection: Connection) throws {
+        let schema = quoteIdentifier(appSchema)
+        let leftovers = try connection.query(
+            """
+            SELECT c.relname FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = $1 AND NOT i.indisvalid
+              AND left(c.relname, length($2)) = $2 AND substr(c.relname, length($2) + 1) ~ '^_cc(new|old)[0-9]*$'
+            """, appSchema, name
+        ).rows.compactMap { $0.string("relname") }
+        for leftover in leftovers {
+            try connection.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(schema).\(quoteIdentifier(leftover))")
+        }
+        let qualified = schema + "." + quoteIdentifier(name)
+        let exists = try connection.query("SELECT to_regclass($1) IS NOT NULL AS exists", qualified).first?.bool(
+            "exists")
+        if exists == true { try connection.execute(script: "REINDEX INDEX CONCURRENTLY \(qualified)") }
+    }
+
     /// `DROP INDEX CONCURRENTLY` of `index.name` when `index.coveredBy` still does its
     /// work (`RedundantIndex`); otherwise, or when either is missing, nothing.
     private func dropIfRedundant(_ index: RedundantIndex, on connection: Connection) throws {

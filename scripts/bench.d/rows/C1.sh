@@ -88,7 +88,7 @@ c1_config() {
             prune) extra+=('prune_swept_pages = true') ;;
             noprune) extra+=('prune_swept_pages = false') ;;
             nocompress) extra+=('compress_wal = false') ;;
-            nodedup) ;;  # the index, not the configuration: c1_attempt
+            dedup) ;;  # the index, not the configuration: c1_attempt
             vacuumwait) extra+=('wait_for_vacuum = true') ;;
             novacuumwait) extra+=('wait_for_vacuum = false') ;;
             rate=*) extra+=("max_wal_rate = \"${part#rate=}/s\"") ;;
@@ -157,9 +157,9 @@ c1_run() {
 c1_attempt() {
     local variant=$1 db=c1_${1//[^a-z0-9]/_}
     clone seeded "$db"
-    # nodedup: posts (pack_id, likes) without B-tree deduplication (BENCHMARKS.md, part 19).
-    if [[ "+$variant+" == *+nodedup+* ]]; then
-        sql "$db" -c "ALTER INDEX posts_pack_likes_idx SET (deduplicate_items = off); REINDEX INDEX posts_pack_likes_idx" >/dev/null
+    # dedup: posts (pack_id, likes) as it was before migration 11, deduplicated.
+    if [[ "+$variant+" == *+dedup+* ]]; then
+        sql "$db" -c "ALTER INDEX posts_pack_likes_idx RESET (deduplicate_items); REINDEX INDEX posts_pack_likes_idx" >/dev/null
     fi
     settle "$db"
     local lo hi
