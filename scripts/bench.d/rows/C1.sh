@@ -69,7 +69,7 @@ SQL
 # is on no block device, such as an overlay).
 disk_counters() {
     local major minor
-    read -r major minor <<<"$(stat -c '%Hd %Ld' "$work/pg/data")"
+    read -r major minor <<<"$(stat -c '%Hd %Ld' "$work/pg/data" 2>/dev/null)"
     awk -v major="$major" -v minor="$minor" '$1 == major && $2 == minor { print $3, $8, $10, $19 + 0 }' /proc/diskstats
 }
 
