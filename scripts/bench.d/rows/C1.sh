@@ -30,24 +30,15 @@ c1_sampler() {
     done >>"$1"
 }
 
-# c1_wait_sampler FILE: with --wait-events, every 10 ms, each app backend's (pgbench's)
-# state and wait event, as "EPOCH|STATE|TYPE:EVENT", EPOCH the sample's (one psql that
-# repeats the query, \watch: no process per sample; exec, so that stopping this child
-# stops it). Each sample is a transaction of its own: it holds back no vacuum. Appended:
-# with --c1-runs, FILE keeps every attempt of the variant for timeline.py (--keep);
-# wait_events.py takes each attempt's samples by their time.
-c1_wait_sampler() {
-    exec psql -X -q -At -F '|' "$(conninfo postgres)" >>"$1" 2>/dev/null <<'SQL'
-SELECT extract(epoch FROM now()), state, wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'pgbench'
-\watch 0.01
-SQL
-}
-
 # c1_server_sampler FILE: with --wait-events, every 10 ms, every server process but the
 # bench's own samplers, as "EPOCH|WHO|STATE|TYPE:EVENT": WHO "app" for pgbench's
 # backends, "caretaker" for caretaker's, "delete" for the single DELETE's, else the
-# backend type (walwriter, checkpointer, ...). stalls.py reads it: who held the app up
-# when every client waited at once (BENCHMARKS.md, part 20).
+# backend type (walwriter, checkpointer, ...). One psql that repeats the query (\watch:
+# no process per sample; exec, so that stopping this child stops it); each sample is a
+# transaction of its own and holds back no vacuum. Appended: with --c1-runs, FILE keeps
+# every attempt of the variant (--keep), and the readers take each attempt's samples by
+# their time. stalls.py reads it (who held the app up when every client waited at once,
+# BENCHMARKS.md part 20), and c1_app_waits takes the app's lines from it.
 c1_server_sampler() {
     exec psql -X -q -At -F '|' "$(conninfo postgres)" >>"$1" 2>/dev/null <<'SQL'
 SELECT extract(epoch FROM now()),
@@ -63,6 +54,10 @@ WHERE pid <> pg_backend_pid()
 \watch 0.01
 SQL
 }
+
+# c1_app_waits SERVER WAITS: the app's lines of c1_server_sampler's SERVER, as
+# "EPOCH|STATE|TYPE:EVENT", into WAITS (wait_events.py and timeline.py read them).
+c1_app_waits() { awk -F '|' -v OFS='|' '$2 == "app" { print $1, $3, $4 }' "$1" >"$2"; }
 
 # disk_counters: the block device under the bench's data directory, from
 # /proc/diskstats: "NAME WRITES SECTORS_WRITTEN FLUSHES" (nothing where the directory
@@ -170,11 +165,8 @@ c1_attempt() {
     c1_sampler "$prefix.samples" &
     local sampler_pid=$!
     spawned "$sampler_pid"
-    local waits_pid="" server_pid=""
+    local server_pid=""
     if [ "$wait_events" = true ]; then
-        c1_wait_sampler "$prefix.waits" &
-        waits_pid=$!
-        spawned "$waits_pid"
         c1_server_sampler "$prefix.server" &
         server_pid=$!
         spawned "$server_pid"
@@ -212,9 +204,9 @@ c1_attempt() {
     wait "$bench_pid" 2>/dev/null || true
     stop_child "$sampler_pid"
     c1_waits="" c1_stalls=""
-    if [ -n "$waits_pid" ]; then
-        stop_child "$waits_pid"
+    if [ -n "$server_pid" ]; then
         stop_child "$server_pid"
+        c1_app_waits "$prefix.server" "$prefix.waits"
         c1_waits=$("$python3" "$helpers/wait_events.py" "$prefix.waits" "$(calc "$p0 + 1")" "$t0" "$t1" \
             "$(calc "$t1 + $after_seconds")" | paste -sd '|' | sed 's/|/. /g')
         c1_stalls=$("$python3" "$helpers/stalls.py" "$prefix.server" 4 "$t0" "$t1")
