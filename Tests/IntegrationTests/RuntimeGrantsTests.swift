@@ -1,9 +1,10 @@
-import CaretakerCore
 import CaretakerTestSupport
 import Foundation
 import Logging
 import Postgres
 import Testing
+
+@testable import CaretakerCore
 
 /// `caretaker migrate --grant ROLE`: the runtime role gets what the enabled jobs need and
 /// nothing else. Every job test runs as that role (`TestDatabase.run`); these tests show
@@ -225,8 +226,12 @@ import Testing
             ) == true, "\(notes)")
         #expect(try maySet() == false)
         #expect(try db.count("SELECT has_table_privilege($1, 'caretaker.job_runs', 'INSERT')::int", role) == 1)
-        // Once a superuser gave it, the owner's grant has nothing to add.
-        try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
+        // Once a superuser gave it, the owner's grant has nothing to add. (The other
+        // tests grant this parameter to the shared worker at the same time: retried as
+        // `apply` retries, on "tuple concurrently updated".)
+        try RuntimeGrants.retryingConcurrentCatalogChange {
+            try db.connection.execute(script: "GRANT SET ON PARAMETER wal_compression TO \(quoteIdentifier(role))")
+        }
         try db.connection.execute(script: "SET ROLE \(quoteIdentifier(grantor))")
         let none = try parameterNotes(compressing.apply(role: role, on: db.connection))
         try db.connection.execute(script: "RESET ROLE")
