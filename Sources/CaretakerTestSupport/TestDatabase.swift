@@ -51,9 +51,8 @@ public struct TestDatabase: @unchecked Sendable {
 
     /// Writes the configuration to a file (for the CLI) and returns its path: in the
     /// cluster's directory, which goes when the test process does, so a day of test
-    /// runs leaves no configuration files behind. Not `atomically`: Foundation's atomic
-    /// write leaves an empty `TemporaryDirectory.*` behind each time, and no daemon
-    /// reads the file while a test writes it (a reload test writes, then signals).
+    /// runs leaves no configuration files behind. No daemon reads the file while a test
+    /// writes it (a reload test writes, then signals), so it is written in place.
     public func writeConfiguration(_ extra: String = "") throws -> String {
         let path = server.directory + "/caretaker-\(name).toml"
         try configurationText(extra).write(toFile: path, atomically: false, encoding: .utf8)
