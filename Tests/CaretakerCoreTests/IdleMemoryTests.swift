@@ -59,6 +59,15 @@ import Testing
         #expect(mappings.map(\.hasCleanFilePages) == [false, false, true, false, false, false, false, false])
     }
 
+    @Test("the plan fills at most its buffer, the mappings to drop first")
+    func planWithinBuffer() {
+        let advice = withUnsafeTemporaryAllocation(of: IdleMemory.Advice.self, capacity: 4) { buffer in
+            Array(buffer.prefix(IdleMemory.plan(into: buffer)))
+        }
+        #expect(advice.count == 4, "this test process has more than four releasable mappings")
+        #expect(advice.allSatisfy { $0.drop })
+    }
+
     @Test("a release in this process leaves it working")
     func releaseInProcess() {
         IdleMemory.release()

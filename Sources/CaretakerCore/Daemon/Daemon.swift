@@ -119,10 +119,8 @@ public final class Daemon: @unchecked Sendable {
             // where poll(2) cannot see it: take it before sleeping, and act on it now.
             if drainNotifications() { continue }
             releaseIdleConnectionIfFar()
-            let timeout = timeUntilNextWake()
-            // Last before sleeping: whatever code runs after it maps its pages back.
-            releaseIdleMemoryIfFar()
-            waitForEvents(timeout: timeout)
+            // The release goes last before poll(2): whatever code runs after it maps its pages back.
+            waitForEvents(timeout: timeUntilNextWake(), beforeSleeping: releaseIdleMemoryIfFar)
         }
         return shutdown()
     }
@@ -138,8 +136,8 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Sleeps until the timeout, an event or a NOTIFY; handles what arrived and feeds the watchdog.
-    private func waitForEvents(timeout: Duration?) {
-        events.wait(timeout: timeout, socket: pool.listenSocket).forEach(handle)
+    private func waitForEvents(timeout: Duration?, beforeSleeping: () -> Void = {}) {
+        events.wait(timeout: timeout, socket: pool.listenSocket, beforeSleeping: beforeSleeping).forEach(handle)
         drainNotifications()
         feedWatchdog()
     }

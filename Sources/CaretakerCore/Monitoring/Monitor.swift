@@ -215,6 +215,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     private func monitorLoop(connector: DatabaseConnector?, lowFootprint: Bool) {
         var connection: Connection?
         var nextRefresh = ContinuousClock.now
+        var releaseBeforeSleeping = false
         while true {
             if let connector, ContinuousClock.now >= nextRefresh {
                 if connection?.isHealthy != true {
@@ -235,6 +236,12 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             let wait =
                 connector == nil
                 ? Int32(-1) : Int32(max(0, ContinuousClock.now.duration(to: nextRefresh).microseconds / 1000))
+            // Low-footprint mode: a scrape maps code back in; hand it back until the next one,
+            // last before poll(2), so that no code runs between the release and the sleep.
+            if releaseBeforeSleeping {
+                IdleMemory.release()
+                releaseBeforeSleeping = false
+            }
             let ready = poll(&fds, nfds_t(fds.count), wait)
             if ready < 0 && errno != EINTR { return }
             if fds[0].revents != 0 {
@@ -245,8 +252,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             }
             if fds[1].revents & Int16(POLLIN) != 0, let server, let metrics {
                 server.serveOne { metrics.exposition() }
-                // Low-footprint mode: a scrape maps code back in; hand it back until the next one.
-                if lowFootprint { IdleMemory.release() }
+                releaseBeforeSleeping = lowFootprint
             }
         }
     }

@@ -23,20 +23,18 @@ import Musl
 enum IdleMemory {
     /// Call it last before a long sleep: every code page that runs after it is
     /// mapped back, and the kernel maps a fault's neighbours with it (64 KiB), so
-    /// even a little code after the release costs far more than it touches.
+    /// even a little code after the release costs far more than it touches. For the
+    /// same reason nothing is freed after the first `madvise`: freeing runs the Swift
+    /// runtime's and the allocator's code, spread over the executable.
     static func release() {
         #if os(Linux)
-        let mappings = (try? TextFile.read("/proc/self/smaps")).map(ProcessMapping.parse) ?? []
-        let advice =
-            mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
-            + mappings.filter(\.hasCleanFilePages).flatMap { cleanFilePages(in: $0) }
-        #if canImport(Glibc)
-        malloc_trim(0)
-        #endif
-        // The advice sits on the stack: nothing is freed (no allocator code runs) after it is given.
-        withUnsafeTemporaryAllocation(of: Advice.self, capacity: max(advice.count, 1)) { buffer in
-            for (index, item) in advice.enumerated() { buffer[index] = item }
-            for index in 0..<advice.count {
+        withUnsafeTemporaryAllocation(of: Advice.self, capacity: maximumAdvice) { buffer in
+            // `plan` returns once every array it made is freed.
+            let count = plan(into: buffer)
+            #if canImport(Glibc)
+            malloc_trim(0)
+            #endif
+            for index in 0..<count {
                 let item = buffer[index]
                 _ = madvise(
                     UnsafeMutableRawPointer(bitPattern: item.start), item.length,
@@ -46,8 +44,26 @@ enum IdleMemory {
         #endif
     }
 
+    /// Advice beyond this many ranges is not given: the daemon has about 150 mappings to
+    /// drop (they come first) and a few runs of clean pages in each of its 40 writable
+    /// ones. The buffer is on the stack, and the calls below it run deeper by its size
+    /// (stack pages they dirty count as the daemon's memory too), so it is not larger.
+    static let maximumAdvice = 512
+
+    /// Writes the advice into `buffer` and returns how many: drop the releasable
+    /// mappings, page out the clean file pages of the writable ones.
+    static func plan(into buffer: UnsafeMutableBufferPointer<Advice>) -> Int {
+        let mappings = (try? TextFile.read("/proc/self/smaps")).map(ProcessMapping.parse) ?? []
+        let advice =
+            mappings.filter(\.isReleasable).map { Advice(start: $0.start, length: Int($0.end - $0.start), drop: true) }
+            + mappings.filter(\.hasCleanFilePages).flatMap { cleanFilePages(in: $0) }
+        let count = min(advice.count, buffer.count)
+        for index in 0..<count { buffer[index] = advice[index] }
+        return count
+    }
+
     /// One `madvise` call: drop the range from our page tables, or page it out.
-    private struct Advice {
+    struct Advice {
         var start: UInt
         var length: Int
         var drop: Bool
