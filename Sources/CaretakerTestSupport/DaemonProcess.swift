@@ -160,6 +160,7 @@ public final class NotifySocket: Sendable {
             throw TemporaryPostgresError(message: "mkdtemp failed: \(String(cString: strerror(errno)))")
         }
         directory = String(cString: made)
+        NotifySocket.removeAtExit(directory)
         path = directory + "/notify.sock"
         descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TemporaryPostgresError(message: "socket() failed") }
@@ -186,7 +187,27 @@ public final class NotifySocket: Sendable {
     deinit {
         closeDescriptor(descriptor)
         try? FileManager.default.removeItem(atPath: directory)
+        Self.leftDirectories.withLock { $0.remove(directory) }
     }
+
+    /// Directories of sockets not yet gone: the reader thread holds its socket while it
+    /// reads, so when a test ends just before the process exits, deinit never runs; an
+    /// exit handler removes what is left.
+    private static let leftDirectories = Mutex<Set<String>>([])
+
+    private static func removeAtExit(_ directory: String) {
+        _ = exitHandler
+        leftDirectories.withLock { _ = $0.insert(directory) }
+    }
+
+    /// Installed once, on first use (a static's initialiser runs once).
+    private static let exitHandler: Void = {
+        atexit {
+            for directory in NotifySocket.leftDirectories.withLock({ $0 }) {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+    }()
 
     /// Every message received so far, oldest first.
     public var messages: [Message] { received.withLock { $0 } }
