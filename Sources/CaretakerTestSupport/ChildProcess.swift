@@ -11,6 +11,21 @@ import Musl
 /// Foundation's `Process.waitUntilExit` can hang when the child leaves a
 /// daemon behind (as `pg_ctl start` does), so test support uses this instead.
 public enum ChildProcess {
+    /// Adds a spawn action that closes every descriptor from 3 up in the child: without
+    /// it, `posix_spawn` passes on every descriptor of this process not marked
+    /// close-on-exec (Foundation's file writes, sockets), and a long-lived child (a
+    /// cluster's watcher, a daemon) holds them. A script this process is writing then
+    /// cannot be run ("Text file busy") until that child exits. glibc 2.34 has the
+    /// action, under `_GNU_SOURCE`, which Swift's Glibc does not export: looked up by name.
+    public static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        _ = addCloseFrom?(&actions, 3)
+    }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
+
     /// Runs `arguments[0]` with its output appended to `logPath`; returns the exit status.
     @discardableResult
     public static func run(
@@ -53,6 +68,7 @@ public enum ChildProcess {
         } else {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
+        closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

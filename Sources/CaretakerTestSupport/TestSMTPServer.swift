@@ -238,6 +238,7 @@ public final class TestSMTPServer: Sendable {
         posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        ChildProcess.closeInheritedDescriptors(&actions)
 
         // A small, fixed environment: a pyenv or virtualenv of the caller must
         // not hide Debian's aiosmtpd from Debian's python.
