@@ -44,13 +44,8 @@ import Testing
             "sudo": "#!/bin/sh\nexec \"$@\"\n",
         ]
         for (name, text) in stubs {
-            // Installed by a child process: a file this process wrote could still be open for
-            // writing in a child that another test spawned meanwhile (Foundation's descriptor
-            // is inherited), and running it then fails with "Text file busy".
-            let source = "\(directory)/\(name).sh"
-            try text.write(toFile: source, atomically: false, encoding: .utf8)
-            let installed = try ChildProcess.run(["/usr/bin/install", "-m", "755", source, "\(bin)/\(name)"])
-            #expect(installed == 0, "install of the stand-in \(name)")
+            try text.write(toFile: "\(bin)/\(name)", atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "\(bin)/\(name)")
         }
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = bin + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
