@@ -59,6 +59,13 @@ public struct TestDatabase: @unchecked Sendable {
         return path
     }
 
+    /// A path for a test's own file or directory (a secret, a second configuration, a mail
+    /// directory), beside `writeConfiguration`'s in the cluster's directory: it goes when
+    /// the test process does, so it needs no clean-up of its own.
+    public func scratchPath(_ label: String) -> String {
+        server.directory + "/caretaker-\(name)-\(label)"
+    }
+
     /// Grants `TemporaryPostgres.workerRole` what `extra`'s enabled jobs need (migrated
     /// databases have the defaults' grants from the template already).
     public func grantWorker(_ extra: String = "") throws {

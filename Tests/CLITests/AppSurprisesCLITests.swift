@@ -21,7 +21,7 @@ import Glibc
             let connection = try Postgres.Connection(.init(conninfo: standby))
             return try connection.query("SELECT count(*) AS n FROM caretaker.job_runs").first?.int("n") == 1
         }
-        let path = NSTemporaryDirectory() + "caretaker-standby-\(db.name).toml"
+        let path = db.scratchPath("standby.toml")
         try "[database]\nurl = \"\(standby)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
         return (db, path)
     }
@@ -81,9 +81,9 @@ import Glibc
     @Test("a NUL byte in a secret file exits 78 naming the key and the file")
     func nulInSecret() throws {
         let db = try TestDatabase()
-        let secret = NSTemporaryDirectory() + "caretaker-secret-\(db.name)"
+        let secret = db.scratchPath("secret")
         try "hunter\u{0}two\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        let path = NSTemporaryDirectory() + "caretaker-\(db.name)-secret.toml"
+        let path = db.scratchPath("secret.toml")
         try "[database]\nurl = \"\(db.conninfo)\"\npassword_file = \"\(secret)\"\n".write(
             toFile: path, atomically: true, encoding: .utf8)
         let result = try Caretaker.run(["once", "prune", "--config", path])

@@ -10,7 +10,7 @@ import Testing
     static func workerConfiguration(_ db: TestDatabase) throws -> String {
         let conninfo = TemporaryPostgres.shared.workerConninfo(database: db.name).replacingOccurrences(
             of: "\"", with: "\\\"")
-        let path = NSTemporaryDirectory() + "caretaker-worker-\(db.name).toml"
+        let path = db.scratchPath("worker.toml")
         try "[database]\nurl = \"\(conninfo)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -77,7 +77,8 @@ import Testing
 
     @Test("an unreachable database exits 69 after connect_timeout")
     func unreachable() throws {
-        let path = NSTemporaryDirectory() + "caretaker-unreachable.toml"
+        let path = NSTemporaryDirectory() + "caretaker-unreachable-\(UUID().uuidString).toml"
+        defer { try? FileManager.default.removeItem(atPath: path) }
         try """
         [database]
         url = "host=/nonexistent-socket-dir port=5432 user=postgres dbname=x"

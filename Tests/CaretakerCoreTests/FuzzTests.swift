@@ -233,14 +233,19 @@ struct ConfigurationFuzzTests {
     }()
 
     /// A directory with a valid and a broken mail template, so `template_file` mutations reach both paths.
+    /// Removed when the test process exits (a static outlives every test).
     static let directory: String = {
-        let path = NSTemporaryDirectory() + "caretaker-fuzz-\(getpid())"
+        let path = directoryPath
+        atexit { try? FileManager.default.removeItem(atPath: ConfigurationFuzzTests.directoryPath) }
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try? "Subject: Hi\n\nYour password: {{password}}\n".write(
             toFile: path + "/good.txt", atomically: true, encoding: .utf8)
         try? "Subject: {{password}}\n\nbody\n".write(toFile: path + "/bad.txt", atomically: true, encoding: .utf8)
         return path
     }()
+
+    /// One per test process; a name the exit handler can work out again (it captures nothing).
+    static var directoryPath: String { NSTemporaryDirectory() + "caretaker-fuzz-\(getpid())" }
 
     static var file: String { directory + "/jobs.toml" }
 

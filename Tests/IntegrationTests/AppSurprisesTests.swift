@@ -370,7 +370,7 @@ import Testing
         // The operator SQL job's grant (`migrate --grant` gives operator jobs nothing).
         try db.connection.query(
             "GRANT UPDATE (display_name) ON users TO \(quoteIdentifier(TemporaryPostgres.workerRole))")
-        let mail = NSTemporaryDirectory() + "caretaker-quoted-\(UUID().uuidString)"
+        let mail = db.scratchPath("mail")
         try FileManager.default.createDirectory(atPath: mail, withIntermediateDirectories: true)
         let extra = """
             [mail]

@@ -8,7 +8,7 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// Copies of the units whose ExecStart points at the binaries under test (verify checks they exist):
-    /// `caretaker-dashboard` is built beside `caretaker`.
+    /// `caretaker-dashboard` is built beside `caretaker`. The caller removes the directory.
     func unitCopies() throws -> String {
         let directory = NSTemporaryDirectory() + "caretaker-units-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -33,6 +33,7 @@ import Testing
     @Test("every unit passes systemd-analyze verify")
     func verify() throws {
         let directory = try unitCopies()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let result = try systemdAnalyze([
             "verify", "\(directory)/caretaker.service", "\(directory)/caretaker-dashboard.service",
             "\(directory)/caretaker-once@.service", "\(directory)/caretaker-once@.timer",
@@ -46,6 +47,7 @@ import Testing
         arguments: ["caretaker.service", "caretaker-dashboard.service"])
     func exposure(unit: String) throws {
         let directory = try unitCopies()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let result = try systemdAnalyze(["security", "--offline=true", "--no-pager", "\(directory)/\(unit)"])
         let line = result.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
         let score = line.flatMap { $0.split(separator: ":").last?.split(separator: " ").first }.flatMap { Double($0) }
