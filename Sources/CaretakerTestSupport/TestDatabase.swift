@@ -66,12 +66,20 @@ public struct TestDatabase: @unchecked Sendable {
         server.directory + "/caretaker-\(name)-\(label)"
     }
 
-    /// Grants `TemporaryPostgres.workerRole` what `extra`'s enabled jobs need (migrated
-    /// databases have the defaults' grants from the template already).
+    /// Grants `TemporaryPostgres.workerRole` what `extra`'s enabled jobs need on this
+    /// database's tables (migrated databases have the defaults' grants from the template
+    /// already), as `migrate --grant` does, but leaves the role's parameter rights as the
+    /// template gave them (`SET` on `wal_compression`, granted). Those are the cluster's,
+    /// and the role is shared by every test running at once: a grant for jobs that do
+    /// not compress would revoke the right in the middle of another test's sweep, whose
+    /// next batch then fails with "permission denied to set parameter".
     public func grantWorker(_ extra: String = "") throws {
-        let configuration = try configuration(extra)
-        try RuntimeGrants(appSchema: configuration.database.appSchema, jobs: configuration.jobs)
-            .apply(role: TemporaryPostgres.workerRole, on: connection)
+        let grants = RuntimeGrants(appSchema: appSchema, jobs: try configuration(extra).jobs)
+        try connection.withTransaction {
+            for statement in grants.statements(role: TemporaryPostgres.workerRole) {
+                try connection.execute(script: statement)
+            }
+        }
     }
 
     /// Connects as the restricted worker role, as the daemon would in production.

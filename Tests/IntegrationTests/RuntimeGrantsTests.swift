@@ -128,6 +128,18 @@ import Testing
         #expect(stats["leaders_appointed"] == 1)
     }
 
+    @Test(
+        "a test's grant for jobs that do not compress leaves the shared worker its SET on wal_compression: the right is the cluster's, and other tests' sweeps use it at the same time"
+    )
+    func sharedWorkerKeepsParameterRight() throws {
+        let db = try TestDatabase()
+        try db.grantWorker("[jobs.expire-content]\nenabled = false\n")
+        #expect(try db.count("SELECT has_table_privilege($1, 'posts', 'DELETE')::int", Self.worker) == 0)
+        #expect(try Self.maySetWALCompression(Self.worker, on: db) == true)
+        try db.grantWorker("[worker]\nlow_footprint = true\n")
+        #expect(try Self.maySetWALCompression(Self.worker, on: db) == true)
+    }
+
     @Test("granting again after a job is disabled takes its rights away")
     func regrantIsExact() throws {
         let db = try TestDatabase()
