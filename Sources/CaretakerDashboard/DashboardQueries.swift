@@ -44,13 +44,14 @@ public enum DashboardQueries {
                 sum.bucket] += sum.total
         }
 
+        let missedBefore = now.addingTimeInterval(-missedGrace(configuration))
         let jobs = try configuration.jobs.map { job -> JobOverview in
             let marks = marksByJob[job.name] ?? []
             let last = try store.latestRanSummary(job: job.name)
             let missed =
                 job.enabled
                 ? missedSpans(
-                    job.schedule, from: max(Date(timeIntervalSince1970: start), installed), to: now,
+                    job.schedule, from: max(Date(timeIntervalSince1970: start), installed), to: missedBefore,
                     claimed: claimedByJob[job.name] ?? [])
                 : []
             let series = DashboardCounters.main(for: job).map { counter in
@@ -74,6 +75,18 @@ public enum DashboardQueries {
             scheduleWords: ScheduleWords.describe(job.schedule), timeZone: job.timeZoneName,
             health: health, lastRun: lastRun, nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
             marks: marks, missed: missed, series: series)
+    }
+
+    /// How long a slot may go unclaimed before it counts as missed: the longest
+    /// `max_runtime` of the enabled jobs. A run claims its slot when it starts, and in
+    /// low-footprint mode jobs run one at a time, so a slot that comes due during
+    /// another job's run waits for that run, up to its `max_runtime` (a daemon in the
+    /// normal mode claims at once). Without it a queued slot showed as missed until its
+    /// run began.
+    public static func missedGrace(_ configuration: Configuration) -> TimeInterval {
+        let longest = configuration.jobs.filter(\.enabled).map(\.maxRuntime).max() ?? .zero
+        let (seconds, attoseconds) = longest.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// The slots of `schedule` in `[from, to)` that no instance claimed, grouped into

@@ -116,6 +116,29 @@ import Testing
         #expect(row.contains("3 missed slots"))
     }
 
+    @Test(
+        "a slot not yet claimed within the longest max_runtime is not missed (in low-footprint mode it waits for another job's run); one older is"
+    )
+    func recentSlotsNotMissed() async throws {
+        let fixture = try DashboardFixture(
+            extra: "[jobs.minutely]\nschedule = \"* * * * *\"\nsql = \"SELECT 1\"\nmax_runtime = \"30m\"\n")
+        // Every minute of the day claimed but for minutes 1-3 ago (within the grace of
+        // 30 minutes, with room for a test held up for minutes) and 60-61 ago (past it).
+        let minute = try #require(
+            try fixture.db.connection.query("SELECT extract(epoch FROM date_trunc('minute', now()))::float8 AS t")
+                .first?.double("t"))
+        try fixture.db.connection.query(
+            """
+            INSERT INTO caretaker.job_slots (job, slot)
+            SELECT 'minutely', to_timestamp($1::float8) - k * interval '1 minute'
+            FROM generate_series(0, 1500) AS k WHERE k NOT IN (1, 2, 3, 60, 61)
+            """, minute)
+        let overview = try await fixture.overview(.day)
+        let minutely = try #require(overview.jobs.first { $0.name == "minutely" })
+        #expect(minutely.missed.map(\.slots) == [2], "\(minutely.missed)")
+        #expect(minutely.missed.first?.first == Date(timeIntervalSince1970: minute - 61 * 60))
+    }
+
     @Test("the charts sum each job's main counter per hour, without dry runs")
     func counterCharts() async throws {
         let fixture = try DashboardFixture()

@@ -41,6 +41,17 @@ import Testing
         #expect(ScheduleWords.describe(try Schedule(parsing: schedule, timeZone: .utc)) == words)
     }
 
+    @Test("a slot counts as missed once it is overdue by the longest max_runtime of the enabled jobs")
+    func missedGrace() throws {
+        func grace(_ toml: String) throws -> TimeInterval {
+            DashboardQueries.missedGrace(try ConfigurationLoader.parse(toml, file: "test.toml"))
+        }
+        #expect(try grace("") == 300, "the default max_runtime, 5 minutes")
+        #expect(try grace("[jobs.prune]\nmax_runtime = \"30m\"\n") == 1800)
+        #expect(try grace("[jobs.prune]\nmax_runtime = \"1500ms\"\n") == 300, "the longest counts")
+        #expect(try grace("[jobs.prune]\nmax_runtime = \"2h\"\nenabled = false\n") == 300, "enabled jobs only")
+    }
+
     @Test("missed slots: unclaimed consecutive slots form one span; a claimed slot splits them")
     func missedSpans() throws {
         let schedule = try Schedule(parsing: "@every 1m", timeZone: .utc)
