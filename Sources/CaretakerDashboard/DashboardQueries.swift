@@ -78,11 +78,10 @@ public enum DashboardQueries {
     }
 
     /// How long a slot may go unclaimed before it counts as missed: the longest
-    /// `max_runtime` of the enabled jobs. A run claims its slot when it starts, and in
-    /// low-footprint mode jobs run one at a time, so a slot that comes due during
-    /// another job's run waits for that run, up to its `max_runtime` (a daemon in the
-    /// normal mode claims at once). Without it a queued slot showed as missed until its
-    /// run began.
+    /// `max_runtime` of the enabled jobs. A run claims its slot when it starts, and a
+    /// run waits for a free place (`max_concurrent_jobs`; one at a time in
+    /// low-footprint mode) while other jobs run, each for up to its `max_runtime`.
+    /// Without it a waiting slot showed as missed until its run began.
     public static func missedGrace(_ configuration: Configuration) -> TimeInterval {
         let longest = configuration.jobs.filter(\.enabled).map(\.maxRuntime).max() ?? .zero
         let (seconds, attoseconds) = longest.components

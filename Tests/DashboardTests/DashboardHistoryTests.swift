@@ -117,7 +117,7 @@ import Testing
     }
 
     @Test(
-        "a slot not yet claimed within the longest max_runtime is not missed (in low-footprint mode it waits for another job's run); one older is"
+        "a slot not yet claimed within the longest max_runtime is not missed (its run may wait for a free place while other jobs run); one older is"
     )
     func recentSlotsNotMissed() async throws {
         let fixture = try DashboardFixture(
