@@ -83,9 +83,7 @@ public enum DashboardQueries {
     /// low-footprint mode) while other jobs run, each for up to its `max_runtime`.
     /// Without it a waiting slot showed as missed until its run began.
     public static func missedGrace(_ configuration: Configuration) -> TimeInterval {
-        let longest = configuration.jobs.filter(\.enabled).map(\.maxRuntime).max() ?? .zero
-        let (seconds, attoseconds) = longest.components
-        return Double(seconds) + Double(attoseconds) / 1e18
+        configuration.jobs.filter(\.enabled).map(\.maxRuntime).max()?.seconds ?? 0
     }
 
     /// The slots of `schedule` in `[from, to)` that no instance claimed, grouped into

@@ -49,19 +49,18 @@ public struct TestDatabase: @unchecked Sendable {
         try ConfigurationLoader.parse(configurationText(extra), file: "test.toml")
     }
 
-    /// Writes the configuration to a file (for the CLI) and returns its path: in the
-    /// cluster's directory, which goes when the test process does, so a day of test
-    /// runs leaves no configuration files behind. No daemon reads the file while a test
-    /// writes it (a reload test writes, then signals), so it is written in place.
+    /// Writes the configuration to a file (for the CLI) and returns its path, a
+    /// `scratchPath`. No daemon reads the file while a test writes it (a reload test
+    /// writes, then signals), so it is written in place.
     public func writeConfiguration(_ extra: String = "") throws -> String {
-        let path = server.directory + "/caretaker-\(name).toml"
+        let path = scratchPath("jobs.toml")
         try configurationText(extra).write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 
-    /// A path for a test's own file or directory (a secret, a second configuration, a mail
-    /// directory), beside `writeConfiguration`'s in the cluster's directory: it goes when
-    /// the test process does, so it needs no clean-up of its own.
+    /// A path for a test's own file or directory (its configuration, a secret, a mail
+    /// directory) in the cluster's directory, which goes when the test process does: a
+    /// day of test runs leaves nothing behind, and the test needs no clean-up of its own.
     public func scratchPath(_ label: String) -> String {
         server.directory + "/caretaker-\(name)-\(label)"
     }
