@@ -370,10 +370,10 @@ import Glibc
             "\(daemon.log)")
     }
 
-    @Test("the example alerting rules in README pass promtool check rules")
+    @Test("the example alerting rules in docs/monitoring.md pass promtool check rules")
     func exampleRules() throws {
         let readme = try String(
-            contentsOf: SystemdUnitTests.repository.appendingPathComponent("README.md"), encoding: .utf8)
+            contentsOf: SystemdUnitTests.repository.appendingPathComponent("docs/monitoring.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "```yaml\ngroups:\n"))
         let end = try #require(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
         let rules = String(readme[readme.index(start.lowerBound, offsetBy: 8)..<end.lowerBound])
