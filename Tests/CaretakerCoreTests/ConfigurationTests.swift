@@ -57,6 +57,9 @@ import Testing
         let annotated = try ConfigurationLoader.load(path: path)
         let defaults = try parse("")
         #expect(annotated.dashboard.listen == defaults.dashboard.listen && annotated.dashboard.username.isEmpty)
+        // Its [metrics] comment says no listener by default: the value agrees.
+        #expect(annotated.metrics.listen == defaults.metrics.listen && annotated.metrics.listen.isEmpty)
+        #expect(annotated.metrics.textfile.isEmpty && annotated.alerts.mailTo.isEmpty)
         for (left, right) in zip(annotated.jobs, defaults.jobs) {
             #expect(left.name == right.name)
             #expect(left.schedule == right.schedule)
