@@ -9,7 +9,7 @@ import Foundation
 /// When a job is due: a 5-field cron expression, a macro such as `@daily`, or `@every 90s`.
 ///
 /// A schedule is a set of *slots* (instants). Cron slots are whole minutes of the
-/// wall clock in `timeZone`, with SPEC §4's DST rule (cronie's): a *fixed-time* job
+/// wall clock in `timeZone`, with cronie's DST rule: a *fixed-time* job
 /// (neither minute nor hour field starts with `*`) runs once per matching wall-clock
 /// time — at the first instant after a spring-forward gap that swallowed it, at the
 /// first occurrence of a repeated one; any other job has no slot in a gap and runs

@@ -111,7 +111,7 @@ struct CivilDate: Hashable, Sendable {
 /// Maps between instants (seconds since the Unix epoch) and wall-clock seconds in one time zone.
 ///
 /// `Calendar.date(from:)` silently moves a non-existent local time forward and picks
-/// one of the two instants of a repeated one; SPEC §4's DST rule needs both cases
+/// one of the two instants of a repeated one; cronie's DST rule needs both cases
 /// decided explicitly, so the mapping is done here from UTC offsets.
 struct ZoneClock: Sendable {
     let timeZone: ZoneInfo
@@ -132,7 +132,7 @@ struct ZoneClock: Sendable {
         Set(offsetsNear(wall)).map { wall - $0 }.filter { wallSeconds(at: $0) == wall }.sorted()
     }
 
-    /// The slots a cron job matching the wall-clock time `wall` has there (SPEC §4):
+    /// The slots a cron job matching the wall-clock time `wall` has there (cronie's rule):
     /// a fixed-time job runs at the first occurrence, or at the first instant after a
     /// gap that swallowed `wall`; any other job at every occurrence, none in a gap.
     func slots(showing wall: Int64, fixedTime: Bool) -> [Int64] {

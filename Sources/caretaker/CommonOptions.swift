@@ -84,7 +84,7 @@ enum LogLevel: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
-/// A command failed in a way SPEC §2 gives an exit code for; the message goes to stderr.
+/// A command failed in a way that has its own exit code (docs/commands.md); the message goes to stderr.
 struct Failure: Error, CustomStringConvertible {
     let status: ExitStatus
     let message: String
@@ -121,7 +121,7 @@ extension ParsableCommand {
 }
 
 extension Failure {
-    /// A database error with SPEC §2's exit code (69 for a standby or a lost
+    /// A database error with its exit code (69 for a standby or a lost
     /// connection, else 1) and what to do about it; `context` says what caretaker
     /// was doing ("recording the run of job prune").
     init(_ error: PostgresError, while context: String? = nil) {

@@ -6,7 +6,7 @@ extension Caretaker {
     /// `caretaker migrate [--dry-run] [--grant ROLE]`
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create or update the caretaker schema and the reference app schema (SPEC §1).",
+            abstract: "Create or update the caretaker schema and the reference app schema (docs/schema.md).",
             discussion: """
                 Run it as the owner of the schema. --grant ROLE then gives the role the daemon connects as \
                 exactly what the enabled built-in jobs need (per column), revoking anything else it held on \

@@ -13,7 +13,7 @@ extension Caretaker {
 
         @OptionGroup var common: CommonOptions
 
-        @Flag(help: "Low-footprint mode for small machines (SPEC §5).")
+        @Flag(help: "Low-footprint mode for small machines: one connection, small paced batches, no LISTEN.")
         var lowFootprint = false
 
         func run() throws {

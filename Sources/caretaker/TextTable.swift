@@ -1,4 +1,4 @@
-/// Renders rows as aligned columns for people (SPEC §2); scripts use `--json`.
+/// Renders rows as aligned columns for people; scripts use `--json`.
 struct TextTable: Sendable {
     let headers: [String]
     private(set) var rows: [[String]] = []

@@ -162,7 +162,7 @@ public enum CheckpointSpacing: Sendable, Equatable {
     /// 10 s at `max_wal_size = 256MB` and below, 2 s at 1GB and above, and in between
     /// shorter by the same factor for each step up in size (geometrically: 4.5 s at 512MB).
     ///
-    /// Measured (BENCHMARKS.md, issue 13 parts 5 and 6): at 256MB with a standby, 3–4 s
+    /// Measured (docs/design/how-we-got-here.md): at 256MB with a standby, 3–4 s
     /// took the app's p99 past 2× where 10 s kept it at 1.5–1.7×; at 1GB a 5M backlog
     /// went at 0.37–0.45× the DELETE's rows/s with 3 s, at 0.48–0.53× with 2 s, the
     /// app's p99 at 1.4–2.2× with either. A server set up with a larger `max_wal_size`

@@ -6,7 +6,7 @@ import Foundation
 
 /// Finds, reads and validates `jobs.toml`.
 public enum ConfigurationLoader {
-    /// The file SPEC §2 says to use: `--config`, else `$CARETAKER_CONFIG`, else
+    /// The file to read: `--config`, else `$CARETAKER_CONFIG`, else
     /// `./jobs.toml`, else `/etc/caretaker/jobs.toml`.
     public static func locate(
         explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment

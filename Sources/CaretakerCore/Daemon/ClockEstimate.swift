@@ -8,7 +8,7 @@ import Foundation
 
 /// The database clock, read once and carried forward with the monotonic clock,
 /// so the scheduler can sleep without asking the server every time and without
-/// ever trusting the host's wall clock (SPEC rule zero).
+/// ever trusting the host's wall clock (every time decision uses the database's clock).
 struct ClockEstimate: Sendable {
     private var databaseTime: Date
     private var readAt: ContinuousClock.Instant

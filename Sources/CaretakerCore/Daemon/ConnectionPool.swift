@@ -17,7 +17,7 @@ struct ReconnectBackoff {
 /// out), and the retired ones (busy when the database settings changed, closed when
 /// their run ends).
 ///
-/// Low-footprint mode (SPEC §5) has a single connection: it is lent to the one
+/// Low-footprint mode has a single connection: it is lent to the one
 /// running job (no place is free meanwhile) and closed while the next run is far away.
 ///
 /// Never waits for the database longer than one connection attempt: while it is

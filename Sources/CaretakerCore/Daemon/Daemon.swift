@@ -15,7 +15,7 @@ import Glibc
 import Musl
 #endif
 
-/// `caretaker run`: the long-running scheduler (SPEC §4), the shell around `Scheduler`.
+/// `caretaker run`: the long-running scheduler, the shell around `Scheduler`.
 ///
 /// One scheduler thread owns all state. It sleeps in `poll(2)` until the
 /// earliest due time, a signal, a finished run or a NOTIFY, asks the `Scheduler`

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The daemon's scheduling policy (SPEC §4), apart from all I/O: which run to start
+/// The daemon's scheduling policy, apart from all I/O: which run to start
 /// (with its trigger, slot and attempt), which slot to record `skipped` and why,
 /// when to ask a job's deadline query, and when to wake next.
 ///
@@ -57,7 +57,7 @@ struct Scheduler {
     private(set) var pendingSkips: [PendingSkip] = []
     private(set) var runningCount = 0
     var maxConcurrentJobs: Int
-    /// Deadline queries are asked (normal mode; low-footprint mode sleeps until the next slot, SPEC §5).
+    /// Deadline queries are asked (normal mode; low-footprint mode sleeps until the next slot).
     let deadlineChecks: Bool
 
     /// Plans each enabled job's next slot after `now`; a job with a deadline query asks it at once.

@@ -6,7 +6,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The database's clock: the only clock caretaker decides by (SPEC rule zero).
+/// The database's clock: the only clock caretaker decides by (a host with a wrong
+/// clock must never expire anything early).
 public enum DatabaseClock {
     /// `now()` on the server, to the microsecond.
     public static func now(_ connection: Connection) throws -> Date {

@@ -13,7 +13,7 @@ import Foundation
 /// that only the app's owner can set free).
 ///
 /// A job that never succeeded gets `stale_after` of grace. For `check`, `status`
-/// and the dashboard it counts from the schema's first migration (SPEC §2), so a
+/// and the dashboard it counts from the schema's first migration, so a
 /// daemon that was never started shows. The daemon's own alerts and metrics
 /// (`watchedFor` given) count it from when caretaker first saw the job, if that is
 /// later: the job's earliest claimed slot or run (dry runs left out), or, while it
@@ -32,7 +32,7 @@ public struct JobHealth: Sendable {
 
     /// Judges every enabled job against the database clock. `watchedFor` (the daemon):
     /// how long it has had each job enabled (`JobWatch`; a job not in it counts from
-    /// now); `nil` (the commands): SPEC's grace from the migration alone.
+    /// now); `nil` (the commands): the grace counted from the migration alone.
     public static func assess(
         _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
     ) throws -> [JobHealth] {

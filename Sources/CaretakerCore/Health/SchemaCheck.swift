@@ -1,6 +1,6 @@
 import Postgres
 
-/// Verifies that the app columns the built-in jobs rely on (SPEC §1) exist with a
+/// Verifies that the app columns the built-in jobs rely on (docs/schema.md) exist with a
 /// compatible type. What each job relies on is in its catalogue entry
 /// (`BuiltInJob.appColumns`); a problem that only disabled jobs would meet is a warning.
 public enum SchemaCheck {
@@ -16,7 +16,7 @@ public enum SchemaCheck {
         static let uuid = ColumnType(accepted: ["uuid"])
     }
 
-    /// An app table and the columns of it a job relies on, in SPEC §1's order.
+    /// An app table and the columns of it a job relies on, in the reference schema's order.
     struct AppTable: Sendable {
         let name: String
         let columns: [(name: String, type: ColumnType)]

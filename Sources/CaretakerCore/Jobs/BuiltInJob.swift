@@ -24,7 +24,7 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
         }
     }
 
-    /// Default schedules from SPEC §3 and §8.
+    /// Default schedules (docs/configuration.md).
     var defaultSchedule: String {
         switch self {
         case .expireContent, .leaderSuccession: "*/5 * * * *"
@@ -131,8 +131,8 @@ public enum BuiltInJob: String, Sendable, CaseIterable {
     }
 
     /// The app columns the job relies on, with the types `check` accepts: those it reads
-    /// and writes (every column of `appTablePrivileges`), and the SPEC §1 columns no job
-    /// reads of the tables it works on (so that all of SPEC §1 is verified). `check`
+    /// and writes (every column of `appTablePrivileges`), and the reference schema's columns
+    /// no job reads of the tables it works on (so that all of docs/schema.md is verified). `check`
     /// verifies them while the job is enabled and warns about them while it is disabled.
     var appColumns: [SchemaCheck.AppTable] {
         typealias Table = SchemaCheck.AppTable

@@ -79,7 +79,7 @@ struct ExpireContent: Job {
     /// and books the WAL budget on at least this: compression then saves WAL (and the
     /// checkpoints it forces) without making ranges larger in pages or speeding up a
     /// sweep the budget or the checkpoint cap holds back. Pages changed are what the
-    /// app also feels (dirty pages to write out; BENCHMARKS.md, issue 13 part 7: at
+    /// app also feels (dirty pages to write out; measured: at
     /// 256MB a compressed sweep sized and charged by its WAL alone went 1.5 times as
     /// fast, and the app's p99 rose by half).
     static func uncompressedImages(pages: Int64, deleted: Int64, blockSize: Int64) -> Int64 {
@@ -346,7 +346,7 @@ private final class ExpireContentPass {
 
     /// Deletes due posts range by range over the heap, each range one transaction
     /// of at most `batch_size` pages (the "equivalent bound on the table pages it
-    /// visits" of SPEC §3, used only when much of the table is due), sized so that
+    /// visits" every batch keeps to, used only when much of the table is due), sized so that
     /// one takes about `sweepTargetDuration`.
     private func sweepPosts(pages: Int64) throws {
         let job = context.job
@@ -574,13 +574,13 @@ struct DueSample: Equatable {
 /// third less WAL, so fewer checkpoints come, and fewer of the stalls at their end.
 /// A backlog that fits pays lz4's CPU for nothing: at 2M posts, no checkpoint
 /// forced, the app's p99 was 1.98× compressed against 1.49× without, at a slower
-/// pace (BENCHMARKS.md, issue 13 part 16). So the sweep asks before its first
+/// pace. So the sweep asks before its first
 /// range, with the WAL the sample lets it expect (`DueSample.expectedWAL`), and
 /// again at most every `askInterval` while the answer is no (the app's WAL brings
 /// the checkpoint closer too), from the WAL it measures once it can
 /// (`DueSample.remainingWAL`); once it compresses, it goes on to the end. Asking
 /// first only once a twentieth of the backlog was gone, it left that twentieth
-/// uncompressed, and a checkpoint forced that much sooner (part 17).
+/// uncompressed, and a checkpoint forced that much sooner.
 struct SweepCompression {
     static let askInterval: Duration = .seconds(1)
 

@@ -152,7 +152,7 @@ struct ExpireContentQueries {
         // sweep's filter, which sees every row on its pages: a post past the maximum is
         // due and one younger than the minimum is not, on one comparison each; only the
         // posts in between pay for `lifetime`. On the bench's 5M posts a third less time
-        // in the scan (BENCHMARKS.md, issue 13 part 8).
+        // in the scan.
         let postDueOnPages = "(s.\(olderThanMaximum) OR (s.\(olderThanMinimum) AND \(postDue)))"
 
         selectExpirablePacks = """

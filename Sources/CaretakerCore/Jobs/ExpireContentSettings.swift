@@ -8,8 +8,8 @@ public struct ExpireContentSettings: Sendable {
     /// its full page images when the role may (`SweepCompression`). On by default: a
     /// third less WAL, one forced checkpoint fewer in a 4M-row backlog at
     /// `max_wal_size = 1GB`, and with it fewer of the stalls at a forced checkpoint's
-    /// end (BENCHMARKS.md, issue 13 part 16). Off by default in low-footprint mode,
-    /// where the app's p99 was higher with it (part 7).
+    /// end. Off by default in low-footprint mode,
+    /// where the app's p99 was higher with it.
     public var compressWAL: Bool = true
     /// `prune_swept_pages`: after each sweep range and the pause that follows it, the
     /// sweep reads the range's pages once more, which prunes them (cuts the deleted
@@ -17,7 +17,7 @@ public struct ExpireContentSettings: Sendable {
     /// otherwise do at their first visit to each page. Off by default: with an app that
     /// reads what expires it lowered the app's p99 at 5M posts a little (its backends
     /// were less busy), but counted as work for the busy share it slowed a 2M sweep
-    /// under half the `DELETE`'s pace (BENCHMARKS.md, issue 13 part 11).
+    /// under half the `DELETE`'s pace.
     public var pruneSweptPages: Bool = false
 }
 

@@ -192,7 +192,7 @@ public final class JobContext: @unchecked Sendable {
     /// delete's WAL is the first change of each page after a checkpoint, a full image
     /// of it; lz4 writes a third less of it and costs less CPU than it saves. Not
     /// `zstd` or `pglz`: on the bench's 4M-row DELETE zstd wrote a quarter less again
-    /// but took twice lz4's time, longer than no compression (BENCHMARKS.md, part 7).
+    /// but took twice lz4's time, longer than no compression.
     /// Returns the method, or nil when it may not be set (nothing changes then).
     @discardableResult
     public func compressFullPageImages() -> String? {

@@ -2,7 +2,7 @@ import Logging
 import Postgres
 
 /// `send-temp-passwords`: mails a temporary password for each "forgot password"
-/// request (SPEC §3), and clears temporary passwords that have expired.
+/// request, and clears temporary passwords that have expired.
 ///
 /// Each request is settled or claimed in transaction A (the new password's hash
 /// stored and the request marked in flight), mailed outside any transaction,

@@ -49,9 +49,9 @@ enum ResetDecision: Equatable {
     /// Mail a temporary password to the account at `address`.
     case send(ResetAccount, MailAddress)
 
-    /// SPEC §3 steps 1–3, in order, plus "attempts used up" (only after a crash
-    /// mid-send, or a lowered `max_attempts`). `recentSends` is what the address was
-    /// mailed in the last hour (`SendTempPasswordsQueries.recentSends`, plus a dry
+    /// The documented steps 1–3 (docs/jobs/send-temp-passwords.md), in order, plus
+    /// "attempts used up" (only after a crash mid-send, or a lowered `max_attempts`).
+    /// `recentSends` is what the address was mailed in the last hour (`SendTempPasswordsQueries.recentSends`, plus a dry
     /// run's own planned mails).
     static func decide(
         _ request: ResetRequest, _ account: ResetAccount?, recentSends: Int,

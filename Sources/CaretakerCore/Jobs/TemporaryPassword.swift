@@ -1,6 +1,6 @@
 import CCrypt
 
-/// Temporary passwords for `send-temp-passwords` (SPEC §3): generation from the
+/// Temporary passwords for `send-temp-passwords`: generation from the
 /// system CSPRNG, and the bcrypt hash stored in `users.temp_password_hash`.
 public enum TemporaryPassword {
     /// Upper-case letters without the look-alikes `O` and `I`.
@@ -9,12 +9,12 @@ public enum TemporaryPassword {
     public static let lowercase = Array("abcdefghijkmnpqrstuvwxyz")
     /// Digits without the look-alikes `0` and `1`.
     public static let digits = Array("23456789")
-    /// The symbols SPEC §3 names.
+    /// The symbols a password may hold, one of which it always holds.
     public static let symbols = Array("!@#$%^&*-_=+?")
     /// Every character a temporary password may contain (69 of them).
     public static let alphabet = uppercase + lowercase + digits + symbols
 
-    /// The shortest password `generate` returns (SPEC: minimum 12).
+    /// The shortest password `generate` returns (the documented minimum, 12).
     public static let minimumLength = 12
     /// The longest: bcrypt ignores everything after 72 bytes, so longer
     /// passwords would only pretend to be stronger.

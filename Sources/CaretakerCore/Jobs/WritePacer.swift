@@ -186,8 +186,8 @@ final class WritePacer {
     /// too is null), and the run warns once and does not wait. It reads
     /// `pg_stat_get_wal_senders()`, not the `pg_stat_replication` view built on it:
     /// the view first copies every backend's status, 0.53 ms a read at 200
-    /// connections against 0.14 ms, after every range of a sweep (BENCHMARKS.md,
-    /// issue 13 parts 8 and 9).
+    /// connections against 0.14 ms, after every range of a sweep (measured on the
+    /// bench's machine).
     private func waitForReplicas(_ limit: Duration, on connection: Connection, shouldStop: () -> Bool) {
         while !shouldStop() {
             guard
@@ -319,7 +319,7 @@ enum BusyShare {
 }
 
 /// `wait_for_vacuum`: while PostgreSQL vacuums a table in the job's database, the
-/// batches wait. Measured in low-footprint mode (BENCHMARKS.md, issue 13 part 14): a
+/// batches wait. Measured in low-footprint mode: a
 /// 5M backlog's sweep starts autovacuum on `posts` 50–64 s in, and from then to the
 /// run's end the app's p99 was 1.7–2.3× its usual, against 1.3–1.5× before; waiting,
 /// 1.1–1.4× in three runs of four. The waits take at most

@@ -1,6 +1,6 @@
 extension Migration {
     /// `job_runs.trigger` gains `deadline`: runs started because a job's deadline
-    /// query said its work was due (SPEC §1).
+    /// query said its work was due.
     static let deadlineTrigger = Migration(
         version: 6, name: "deadline trigger",
         sql: """

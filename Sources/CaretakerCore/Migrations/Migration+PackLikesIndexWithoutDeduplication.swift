@@ -9,7 +9,7 @@ extension Migration {
     /// the expired ones at nearly every `likes` value, so its posting lists never die
     /// whole: after an expiry every scan of the pack fetched each expired row from
     /// the heap again, until vacuum (a page view's pack query touched about 100
-    /// buffers instead of 23 at 5M posts, BENCHMARKS.md issue 13 part 19). One tuple
+    /// buffers instead of 23 at 5M posts, on the bench). One tuple
     /// per row is marked dead by the first scan that finds the row dead to everyone.
     /// The price is size: the index is about four times as large (151 MB against
     /// 37 MB at 5M posts).

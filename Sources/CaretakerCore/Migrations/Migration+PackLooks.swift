@@ -1,10 +1,10 @@
 extension Migration {
     /// What lets `expire-content` look at a pack only when it may be due, instead of
-    /// at every pack on every run (issue 13, E2p).
+    /// at every pack on every run (E2p in BENCHMARKS.md).
     ///
     /// - `caretaker.pack_looks`: for each pack, the earliest time it can be due
     ///   (`look_at`) if its popularity does not fall, and the posts the look counted.
-    ///   A look counts the popularity (SPEC §3) up to the full popularity and sets
+    ///   A look counts the popularity up to the full popularity and sets
     ///   `look_at` to when that popularity's lifetime ends, or to when one of the
     ///   posts it counted can expire, if sooner.
     /// - `caretaker.pack_marks`: packs whose popularity may have fallen since their

@@ -1,5 +1,5 @@
 extension Migration {
-    /// The reference app schema of SPEC §1, with the indexes the jobs use.
+    /// The reference app schema (docs/schema.md), with the indexes the jobs use.
     /// `IF NOT EXISTS` everywhere: an app that already has these tables keeps them.
     static let referenceAppSchema = Migration(
         version: 2, name: "reference app schema",

@@ -6,7 +6,7 @@ import Postgres
 /// `migrate` runs as the owner of the schema; the daemon should not. The grant is exact
 /// and repeatable: it first revokes everything the role holds on caretaker's tables and
 /// the reference app tables, then grants per column what the enabled jobs read and write.
-/// Operator SQL jobs get nothing here: their grants are the operator's (README).
+/// Operator SQL jobs get nothing here: their grants are the operator's (docs/jobs/operator-sql.md).
 ///
 /// PostgreSQL lets a role lock rows (`FOR UPDATE`, `FOR SHARE`) only with UPDATE on at
 /// least one column of the table. Where the jobs lock rows of a table they update no
@@ -91,7 +91,7 @@ public struct RuntimeGrants: Sendable {
         "pack_look_state": TablePrivileges(),
     ]
 
-    /// The app tables the built-in jobs work on (the reference schema of SPEC §1), from the
+    /// The app tables the built-in jobs work on (the reference schema, docs/schema.md), from the
     /// catalogue: the role loses every right on each, then gets what the enabled jobs need.
     static let referenceTables: [String] = BuiltInJob.allCases.flatMap(\.appColumns).map(\.name)
         .reduce(into: []) { tables, table in if !tables.contains(table) { tables.append(table) } }

@@ -6,7 +6,7 @@ import Musl
 
 /// A listening socket that answers `GET /metrics` and nothing else.
 ///
-/// Deliberately small (see README "Monitoring" for the measurement behind it):
+/// Deliberately small (see docs/monitoring.md and docs/design/how-we-got-here.md for the measurement behind it):
 /// one request per connection, answered on the monitor thread that polls the
 /// socket, so the daemon gains one thread and no event loop. A client gets
 /// `requestTimeout` to send its request line and headers; a slow or silent one

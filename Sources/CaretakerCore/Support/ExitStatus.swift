@@ -1,4 +1,4 @@
-/// The sysexits codes of SPEC §2.
+/// The sysexits codes caretaker exits with (docs/commands.md).
 public enum ExitStatus: Int32, Sendable {
     case ok = 0
     /// A job failed, or `check` found an unhealthy job.
