@@ -51,8 +51,8 @@ enum ResetDecision: Equatable {
 
     /// The documented steps 1–3 (docs/jobs/send-temp-passwords.md), in order, plus
     /// "attempts used up" (only after a crash mid-send, or a lowered `max_attempts`).
-    /// `recentSends` is what the address was mailed in the last hour (`SendTempPasswordsQueries.recentSends`, plus a dry
-    /// run's own planned mails).
+    /// `recentSends` is what the address was mailed in the last hour
+    /// (`SendTempPasswordsQueries.recentSends`, plus a dry run's own planned mails).
     static func decide(
         _ request: ResetRequest, _ account: ResetAccount?, recentSends: Int,
         maxPerHour: Int, maxAttempts: Int
