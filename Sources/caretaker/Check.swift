@@ -8,7 +8,7 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Check configuration, database, schema and job health (a monitoring probe).",
             discussion:
-                "Exit status: 0 healthy, 1 a problem was found (each is named), 69 database unavailable, 78 bad configuration."
+                "Exit status: 0 healthy, 1 a problem was found (each is named), 64 bad usage, 69 database unavailable, 78 bad configuration."
         )
 
         @OptionGroup var common: CommonOptions

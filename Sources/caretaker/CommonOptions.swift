@@ -27,6 +27,12 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
+    /// The configuration when it loads, else nil (without logging): for checks made while
+    /// parsing the command line, which leave a bad file to `loadConfiguration` (78).
+    func configurationIfValid() -> Configuration? {
+        try? ConfigurationLoader.load(path: ConfigurationLoader.locate(explicit: config))
+    }
+
     /// Connects or exits 69 after `database.connect_timeout` (78 when the password file cannot be read).
     func connect(_ configuration: Configuration, applicationName: String = "caretaker") throws -> Connection {
         try connect(connector(configuration), applicationName: applicationName)
@@ -144,6 +150,12 @@ extension Failure {
     }
 }
 
+/// "unknown job "X"; valid jobs: …", for `once JOB` and `history --job JOB`.
+func unknownJob(_ name: String, in configuration: Configuration) -> String {
+    "unknown job \"\(name)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))"
+}
+
+/// Every error caretaker prints starts `caretaker: `, the parser's included (`Caretaker.main`).
 func printError(_ message: String) {
     StandardError.write("caretaker: \(message)\n")
 }

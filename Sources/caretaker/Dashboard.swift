@@ -45,9 +45,12 @@ extension Caretaker {
             execv(binary, pointers)
             let reason = SystemError.message(errno)
             printError(
-                "cannot run \(binary): \(reason) — the dashboard is a separate binary, installed beside caretaker "
-                    + "(build it with `swift build --product caretaker-dashboard`)")
-            throw ExitCode(ExitStatus.databaseUnavailable.rawValue)
+                "cannot run \(binary): \(reason) — the dashboard is a separate binary, caretaker-dashboard, which "
+                    + "the caretaker package installs beside caretaker: install the package (apt install caretaker); "
+                    + "from source, build it with `swift build -c release --product caretaker-dashboard` and install "
+                    + "it beside caretaker")
+            // Not 69: the database is not the problem. 1, as when the dashboard cannot listen.
+            throw ExitCode(ExitStatus.jobFailed.rawValue)
         }
 
         /// `caretaker-dashboard` in the directory of the running executable (`/proc/self/exe`).

@@ -10,7 +10,11 @@ import Foundation
 extension Caretaker {
     /// `caretaker history [--job NAME] [--status S] [--limit N] [--json]`
     struct History: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show recent runs from caretaker.job_runs.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show recent runs from caretaker.job_runs.",
+            discussion:
+                "Exit status: 0 shown, 1 a database error, 64 bad usage (an unknown job or status), 69 database unavailable, 78 bad configuration."
+        )
 
         @OptionGroup var common: CommonOptions
 
@@ -33,14 +37,17 @@ extension Caretaker {
                 )
             }
             if limit < 1 { throw ValidationError("--limit must be at least 1") }
+            // Checked while parsing, so that the message comes with the usage of `history`.
+            if let job, let configuration = common.configurationIfValid(), configuration.job(named: job) == nil {
+                throw ValidationError(unknownJob(job, in: configuration))
+            }
         }
 
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
                 if let job, configuration.job(named: job) == nil {
-                    throw ValidationError(
-                        "unknown job \"\(job)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                    throw Failure(.usage, unknownJob(job, in: configuration))
                 }
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)

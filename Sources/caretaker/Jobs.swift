@@ -11,7 +11,11 @@ import Foundation
 extension Caretaker {
     /// `caretaker jobs`: each job's schedule, time zone, next run and last run.
     struct Jobs: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List jobs: schedule, enabled, next run, last run.")
+        static let configuration = CommandConfiguration(
+            abstract: "List jobs: schedule, enabled, next run, last run.",
+            discussion:
+                "Exit status: 0 listed, 1 a database error, 64 bad usage, 69 database unavailable, 78 bad configuration."
+        )
 
         @OptionGroup var common: CommonOptions
 

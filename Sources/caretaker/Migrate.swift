@@ -12,7 +12,10 @@ extension Caretaker {
                 exactly what the enabled built-in jobs need (per column), revoking anything else it held on \
                 caretaker's and the reference tables; operator SQL jobs need grants of their own. Run by a \
                 superuser, it also lets the role set wal_compression when compress_wal is on; otherwise it prints the \
-                GRANT for a superuser to run.
+                GRANT for a superuser to run. \
+                Exit status: 0 done, 1 a migration or grant failed, 64 bad usage (a role --grant refuses), \
+                69 database unavailable (or a standby), 75 gave up waiting for its locks (try again), \
+                78 bad configuration.
                 """)
 
         @OptionGroup var common: CommonOptions

@@ -9,7 +9,7 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Run jobs once now, record them in caretaker.job_runs, then exit.",
             discussion:
-                "Exit status: 0 all succeeded, 1 a job failed, 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration."
+                "Exit status: 0 all succeeded, 1 a job failed, 64 bad usage (an unknown job), 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration."
         )
 
         @OptionGroup var common: CommonOptions
@@ -26,6 +26,13 @@ extension Caretaker {
         func validate() throws {
             if all && !jobs.isEmpty { throw ValidationError("give job names or --all, not both") }
             if !all && jobs.isEmpty { throw ValidationError("name at least one job, or use --all") }
+            // Job names are checked here, while parsing, so that the message comes with the
+            // usage of `once`; a configuration that does not load is reported by run() (78).
+            if let configuration = common.configurationIfValid() {
+                for name in jobs where configuration.job(named: name) == nil {
+                    throw ValidationError(unknownJob(name, in: configuration))
+                }
+            }
         }
 
         func run() throws {
@@ -57,8 +64,7 @@ extension Caretaker {
             if all { return configuration.jobs.filter(\.enabled) }
             return try jobs.map { name in
                 guard let job = configuration.job(named: name) else {
-                    throw ValidationError(
-                        "unknown job \"\(name)\"; valid jobs: \(configuration.jobNames.joined(separator: ", "))")
+                    throw Failure(.usage, unknownJob(name, in: configuration))
                 }
                 return job
             }

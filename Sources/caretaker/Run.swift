@@ -8,7 +8,7 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Run the scheduler as a long-running service (systemd Type=notify).",
             discussion:
-                "Waits for the database while it is unreachable; exits 78 behind a pooler in transaction or statement mode. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml."
+                "Waits for the database while it is unreachable, rather than exiting 69. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads jobs.toml. Exit status: 0 stopped by SIGTERM or SIGINT, 64 bad usage, 78 bad configuration (also a pooler in transaction or statement mode, or a [metrics] listen address in use)."
         )
 
         @OptionGroup var common: CommonOptions

@@ -13,7 +13,7 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Show each job's health, last run, next slot and what is running where; the database and schema.",
             discussion:
-                "Exit status: 0 shown (healthy or not: `check` is the probe), 69 database unavailable, 78 bad configuration."
+                "Exit status: 0 shown (healthy or not: `check` is the probe), 64 bad usage, 69 database unavailable, 78 bad configuration."
         )
 
         @OptionGroup var common: CommonOptions

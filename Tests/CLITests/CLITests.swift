@@ -51,6 +51,49 @@ import Testing
         #expect(result.stderr.contains("valid jobs: expire-content, logout-inactive"))
     }
 
+    @Test("an unknown job prints the usage of its command, not the root's, in caretaker's error style (64)")
+    func unknownJobUsage() throws {
+        let db = try TestDatabase()
+        let config = try db.writeConfiguration()
+        let once = try Caretaker.run(["once", "nosuchjob", "--config", config])
+        #expect(once.status == 64, "\(once.stderr)")
+        #expect(
+            once.stderr.hasPrefix("caretaker: unknown job \"nosuchjob\"; valid jobs: expire-content"), "\(once.stderr)")
+        #expect(once.stderr.contains("Usage: caretaker once "), "\(once.stderr)")
+        #expect(
+            !once.stderr.contains("SUBCOMMANDS") && !once.stderr.contains("caretaker <subcommand>"), "\(once.stderr)")
+        #expect(!once.stderr.contains("Error: "), "\(once.stderr)")
+        let history = try Caretaker.run(["history", "--job", "nosuchjob", "--config", config])
+        #expect(history.status == 64, "\(history.stderr)")
+        #expect(history.stderr.hasPrefix("caretaker: unknown job \"nosuchjob\""), "\(history.stderr)")
+        #expect(history.stderr.contains("Usage: caretaker history "), "\(history.stderr)")
+        // A configuration that does not load is still a configuration error, not a usage one.
+        let broken = db.scratchPath("broken.toml")
+        try "[database\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        let badConfig = try Caretaker.run(["once", "nosuchjob", "--config", broken])
+        #expect(badConfig.status == 78, "\(badConfig.stderr)")
+        #expect(badConfig.stderr.hasPrefix("caretaker: configuration error: "), "\(badConfig.stderr)")
+    }
+
+    @Test("every error starts caretaker: (the parser's too), and every command's --help lists its exit statuses")
+    func oneVoice() throws {
+        let flag = try Caretaker.run(["once", "--al"])
+        #expect(flag.status == 64)
+        #expect(flag.stderr.hasPrefix("caretaker: "), "\(flag.stderr)")
+        #expect(!flag.stderr.contains("Error: "), "\(flag.stderr)")
+        let command = try Caretaker.run(["nosuchcommand"])
+        #expect(command.status == 64)
+        #expect(command.stderr.hasPrefix("caretaker: "), "\(command.stderr)")
+        for name in ["run", "once", "jobs", "history", "migrate", "check", "status", "dashboard"] {
+            let help = try Caretaker.run([name, "--help"])
+            #expect(help.status == 0)
+            let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(text.contains("Exit status: 0 "), "caretaker \(name) --help: \(help.stdout)")
+            #expect(text.contains("78 bad configuration"), "caretaker \(name) --help: \(help.stdout)")
+            #expect(!text.contains("SPEC"), "caretaker \(name) --help: \(help.stdout)")
+        }
+    }
+
     @Test("bad flags are usage errors (64)")
     func badFlag() throws {
         #expect(try Caretaker.run(["once", "--al"]).status == 64)

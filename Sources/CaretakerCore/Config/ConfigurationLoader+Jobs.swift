@@ -151,7 +151,7 @@ extension ConfigurationLoader {
     /// `checkpoint_spacing`: absent or `"auto"`, scaled to the server's `max_wal_size`;
     /// `""`, no checkpoint cap; a duration, that.
     private static func checkpointSpacing(_ table: inout TableReader) throws(ConfigurationError) -> CheckpointSpacing? {
-        if table.table["checkpoint_spacing"] == nil || table.isWord("checkpoint_spacing", "auto") { return .scaled }
+        if table.isAbsent("checkpoint_spacing") || table.isWord("checkpoint_spacing", "auto") { return .scaled }
         return try table.optionalDuration("checkpoint_spacing", minimum: .milliseconds(1)).map(CheckpointSpacing.every)
     }
 

@@ -17,8 +17,9 @@ public struct DashboardOptions: Sendable {
         """
         Listens on \(ListenAddress.defaultDashboard) unless --listen or [dashboard] listen says otherwise. \
         Set [dashboard] username and password_file before listening beyond loopback. \
-        Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen, 64 bad usage, 69 database unavailable at start\
-        \(launcher ? " (or the caretaker-dashboard binary missing)" : ""), 78 bad configuration.
+        Exit status: 0 after SIGTERM/SIGINT, 1 cannot listen\
+        \(launcher ? " (or the caretaker-dashboard binary is missing)" : ""), 64 bad usage, \
+        69 database unavailable at start, 78 bad configuration.
         """
     }
 }

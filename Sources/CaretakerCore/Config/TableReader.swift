@@ -126,6 +126,13 @@ struct TableReader {
         return duration
     }
 
+    /// True when the table does not have `key`; the key counts as read either way, so
+    /// that it is among the valid keys an unknown key's message lists.
+    mutating func isAbsent(_ key: String) -> Bool {
+        consumed.insert(key)
+        return table[key] == nil
+    }
+
     /// True when `key` holds the string `word` (the key then counts as read).
     mutating func isWord(_ key: String, _ word: String) -> Bool {
         guard case .string(let text) = table[key], text == word else { return false }

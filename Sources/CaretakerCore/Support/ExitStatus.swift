@@ -1,5 +1,5 @@
 /// The sysexits codes caretaker exits with (docs/commands.md).
-public enum ExitStatus: Int32, Sendable {
+public enum ExitStatus: Int32, Sendable, CaseIterable {
     case ok = 0
     /// A job failed, or `check` found an unhealthy job.
     case jobFailed = 1
