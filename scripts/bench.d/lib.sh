@@ -115,7 +115,7 @@ seed_posts() {
     log "seeded $1: $2 posts, $(sql "$1" -c "SELECT pg_size_pretty(pg_database_size(current_database()))") in $(fmt %.0f "$(calc "$(now) - $started")") s"
 }
 
-# The lifetime predicate of SPEC §3 for posts at the defaults (24 h, 48 h, 100 likes).
+# The lifetime predicate of expire-content (docs/jobs/expire-content.md) for posts at the defaults (24 h, 48 h, 100 likes).
 post_due="created_at + (interval '24 hours' + interval '24 hours' * least(1.0, greatest(likes, 0)::float8 / 100)) <= now()"
 
 # last_run DB FIELD...: the latest expire-content run's fields from caretaker.job_runs

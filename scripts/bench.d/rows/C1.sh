@@ -38,7 +38,7 @@ c1_sampler() {
 # transaction of its own and holds back no vacuum. Appended: with --c1-runs, FILE keeps
 # every attempt of the variant (--keep), and the readers take each attempt's samples by
 # their time. stalls.py reads it (who held the app up when every client waited at once,
-# BENCHMARKS.md part 20), and c1_app_waits takes the app's lines from it.
+# BENCHMARKS.md, C1: stalls), and c1_app_waits takes the app's lines from it.
 c1_server_sampler() {
     exec psql -X -q -At -F '|' "$(conninfo postgres)" >>"$1" 2>/dev/null <<'SQL'
 SELECT extract(epoch FROM now()),
