@@ -124,3 +124,14 @@ public struct TestDatabase: @unchecked Sendable {
         try connection.query(sql, parameters).first?[0].flatMap { Int($0) } ?? 0
     }
 }
+
+extension JobStats {
+    /// The counter `name` for arithmetic and comparisons in tests; throws when the job
+    /// did not report it (a renamed or forgotten counter fails the test that reads it).
+    public func reported(_ name: String) throws -> Int {
+        guard let value = self[name] else {
+            throw TemporaryPostgresError(message: "the job reported no counter \(name) (it reported: \(self))")
+        }
+        return value
+    }
+}

@@ -217,7 +217,7 @@ import Glibc
         try db.connection.execute(
             script: "CREATE TABLE work (id int PRIMARY KEY); INSERT INTO work SELECT generate_series(1, 100)")
         let config = try db.writeConfiguration(
-            "[worker]\nshutdown_grace = \"5s\"\n\n" + Self.disabledBuiltIns()
+            "[worker]\nshutdown_grace = \"30s\"\n\n" + Self.disabledBuiltIns()
                 + Self.sqlJob(
                     "drain",
                     sql:
@@ -228,11 +228,12 @@ import Glibc
         try #require(try await eventually { try db.count("SELECT count(*) FROM work") <= 98 })
         let signalled = ContinuousClock.now
         daemon.signal(SIGTERM)
-        let status = await daemon.waitForExit(timeout: .seconds(6))
+        let status = await daemon.waitForExit(timeout: .seconds(60))
         let took = ContinuousClock.now - signalled
         #expect(status == 0, "\(daemon.log)")
-        #expect(took < .seconds(5), "took \(took), shutdown_grace is 5s")
-        #expect(took < .seconds(2), "a 0.3 s batch should end the run at once, took \(took)")
+        // A run that waited for the grace would take 30 s; one that ends after its 0.3 s
+        // batch takes well under a third of that even on a loaded machine.
+        #expect(took < .seconds(10), "a 0.3 s batch should end the run long before the 30 s grace, took \(took)")
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs WHERE status = 'running'") == 0)
         let run = try #require(
             try db.connection.query(
@@ -266,10 +267,11 @@ import Glibc
         try #require(await daemon.waitForLog(containing: "msg=\"run started\" job=stuck") != nil, "\(daemon.log)")
         let signalled = ContinuousClock.now
         daemon.signal(SIGTERM)
-        let status = await daemon.waitForExit(timeout: .seconds(4))
+        let status = await daemon.waitForExit(timeout: .seconds(40))
         let took = ContinuousClock.now - signalled
         #expect(status == 0, "\(daemon.log)")
-        #expect(took < .milliseconds(2300), "took \(took), shutdown_grace is 2s")
+        // Cancelled at the 2 s grace, not left to its 30 s: 10 s leaves room for a loaded machine.
+        #expect(took < .seconds(10), "took \(took), shutdown_grace is 2s and the statement sleeps 30 s")
         #expect(took > .seconds(1), "the statement cannot have ended by itself; took \(took)")
         let run = try #require(
             try db.connection.query(
@@ -452,7 +454,7 @@ import Glibc
                 reloadedAt) == 0, "the removed job still runs")
         try Self.resetRequest(db)
         #expect(
-            try await eventually(timeout: .seconds(2)) {
+            try await eventually(timeout: .seconds(15)) {
                 try db.count(
                     "SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'")
                     >= 1
@@ -468,22 +470,29 @@ import Glibc
         let config = try db.writeConfiguration(
             Self.disabledBuiltIns()
                 + Self.sqlJob("tick", sql: "SELECT pg_sleep(0.3)")
-                + Self.sqlJob("slow", schedule: "@every 2s", sql: "SELECT pg_sleep(2.5)"))
+                + Self.sqlJob("slow", schedule: "@every 2s", sql: "SELECT pg_sleep(6)"))
         let notify = try NotifySocket()
+        // WATCHDOG_USEC of 1 s: a ping every 0.5 s.
         let daemon = try DaemonProcess(
-            config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
+            config: config, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
         let ready = try #require(await notify.waitFor("READY=1"), "\(daemon.log)")
         #expect(ready.text.contains("STATUS="))
-        // Three seconds with runs starting, finishing and slots skipped.
+        // Runs starting and finishing, slots skipped, and a 6 s run from start to end.
         #expect(await daemon.waitForLog(containing: "msg=\"run finished\" job=tick", count: 3) != nil, "\(daemon.log)")
         #expect(await daemon.waitForLog(containing: "status=skipped") != nil, "\(daemon.log)")
+        #expect(
+            await daemon.waitForLog(containing: "msg=\"run finished\" job=slow", timeout: .seconds(30)) != nil,
+            "\(daemon.log)")
         let pings = notify.messages.filter { $0.text == "WATCHDOG=1" && $0.receivedAt > ready.receivedAt }
-        #expect(pings.count >= 15, "\(pings.count) pings")
+        #expect(pings.count >= 6, "\(pings.count) pings")
+        // Pings that waited for a run would leave a gap of about the run's 6 s; every gap
+        // stays under half that (six pings' worth: room for a loaded machine).
         let gaps = zip(pings, pings.dropFirst()).map { $1.receivedAt - $0.receivedAt }
-        #expect(gaps.allSatisfy { $0 < .milliseconds(200) }, "longest gap \(gaps.max() ?? .zero) exceeds WATCHDOG_USEC")
+        #expect(gaps.allSatisfy { $0 < .seconds(3) }, "longest gap \(gaps.max() ?? .zero): the pings waited for a run")
         daemon.signal(SIGTERM)
         #expect(await notify.waitFor("STOPPING=1") != nil)
-        #expect(await daemon.waitForExit(timeout: .seconds(5)) == 0)
+        // A slow run may be in its 6 s statement (shutdown_grace is 20 s).
+        #expect(await daemon.waitForExit(timeout: .seconds(40)) == 0)
     }
 
     // MARK: 8. Catch-up
@@ -576,7 +585,7 @@ import Glibc
     /// The NOTIFY arrives while the daemon waits in a query of its own (its deadline
     /// query, held up by a lock on `sessions`): libpq reads it along with that query's
     /// result, where poll(2) no longer sees it, and the daemon must still act on it.
-    @Test("a reset request NOTIFYs the daemon, which runs send-temp-passwords within 2 s, even mid-query")
+    @Test("a reset request NOTIFYs the daemon, which runs send-temp-passwords at once, even mid-query")
     func notifyRunsTheJob() async throws {
         let db = try TestDatabase()
         let mailbox = NSTemporaryDirectory() + "caretaker-mail-\(UUID().uuidString)"
@@ -602,23 +611,26 @@ import Glibc
                     """) == 1
             }, "the daemon's deadline query did not wait for the lock: \(daemon.log)")
         let id = try Self.resetRequest(db)
-        try await Task.sleep(for: .milliseconds(200))
+        // The NOTIFY waits at the server while the daemon's query is blocked; it goes out with the result.
+        try await Task.sleep(for: .seconds(1))
         try locker.query("ROLLBACK")
+        // Without the NOTIFY the job would run at the next hour; seconds tell the two apart
+        // with room for a loaded machine.
         #expect(
-            try await eventually(timeout: .seconds(2)) {
+            try await eventually(timeout: .seconds(20)) {
                 try db.count(
                     "SELECT count(*) FROM caretaker.job_runs WHERE job = 'send-temp-passwords' AND trigger = 'notify'")
                     >= 1
             }, "no notify-triggered run: \(daemon.log)")
         #expect(
-            try await eventually(timeout: .seconds(5)) {
+            try await eventually(timeout: .seconds(20)) {
                 try db.count("SELECT count(*) FROM password_reset_requests WHERE id = $1 AND status = 'sent'", id) == 1
             }, "\(daemon.log)")
         #expect(
             try db.count(
                 """
                 SELECT count(*) FROM password_reset_requests r
-                WHERE id = $1 AND sent_at - requested_at < interval '2 seconds'
+                WHERE id = $1 AND sent_at - requested_at < interval '30 seconds'
                 """, id) == 1)
         #expect(
             (try FileManager.default.contentsOfDirectory(atPath: mailbox)).filter { $0.hasSuffix(".eml") }.count == 1)
@@ -667,7 +679,7 @@ import Glibc
                 await daemon.waitForLog(containing: scheduled, count: runs, timeout: .seconds(15)) != nil,
                 "\(daemon.log)")
             #expect(
-                try await eventually(timeout: .seconds(1)) { try Self.daemonConnections(db) == 0 },
+                try await eventually(timeout: .seconds(10)) { try Self.daemonConnections(db) == 0 },
                 "the connection stayed open after the run")
             // The scheduler hands its idle memory back after closing the connection; what
             // that costs (a page read back in is a switch) is not the idle wake-ups judged here.
@@ -798,14 +810,16 @@ import Glibc
             """
         ).first!["id"]!
         #expect(
-            try await eventually(timeout: .seconds(8)) {
+            try await eventually(timeout: .seconds(30)) {
                 try db.count("SELECT count(*) FROM sessions WHERE id = $1::uuid AND revoked_at IS NOT NULL", session)
                     == 1
             }, "\(daemon.log)")
+        // Well before the next slot (up to a minute away; the deadline run below is what proves
+        // it was not a slot), with room for a loaded machine.
         let row = try #require(
             try db.connection.query(
                 """
-                SELECT revoked_at - last_seen_at < interval '5 s' AS prompt, revoked_at - last_seen_at >= interval '3 s' AS not_early,
+                SELECT revoked_at - last_seen_at < interval '20 s' AS prompt, revoked_at - last_seen_at >= interval '3 s' AS not_early,
                        revoked_reason FROM sessions WHERE id = $1::uuid
                 """, session
             ).first)

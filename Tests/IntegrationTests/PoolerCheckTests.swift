@@ -69,21 +69,37 @@ import Testing
         let bouncer = try TestPgBouncer(poolMode: .transaction)
         let conninfo = bouncer.conninfo(database: db.name)
         let stop = Atomic(false)
+        let answered = Atomic(0)
+        let failed = Mutex<[String]>([])
         let done = DispatchSemaphore(value: 0)
         let busy = try Connection(.init(conninfo: conninfo))
-        DispatchQueue.global().async {
-            while !stop.load(ordering: .relaxed) { _ = try? busy.query("SELECT pg_sleep(0.001)") }
+        // A thread of its own: the busy client keeps going whatever the test's tasks do.
+        Thread.detachNewThread {
+            while !stop.load(ordering: .relaxed) {
+                do {
+                    try busy.query("SELECT pg_sleep(0.001)")
+                    answered.add(1, ordering: .relaxed)
+                } catch {
+                    failed.withLock { $0.append("\(error)") }
+                }
+            }
             done.signal()
         }
         defer {
             stop.store(true, ordering: .relaxed)
             done.wait()
         }
+        // The busy client is running before the first probe, and keeps running through them.
+        #expect(eventually { answered.load(ordering: .relaxed) > 0 }, "the busy client never got an answer")
+        let before = answered.load(ordering: .relaxed)
         for _ in 0..<5 {
             let verdict = try probe(conninfo)
             #expect(!verdict.keepsOwnSessions, "\(verdict)")
             if case .inconclusive = verdict { Issue.record("\(verdict)") }
         }
+        #expect(
+            answered.load(ordering: .relaxed) > before, "no busy statement ran while the probes did: not under load")
+        #expect(failed.withLock { $0 } == [], "the busy client's statements failed")
     }
 
     @Test(

@@ -354,7 +354,29 @@ import Testing
                 script: "ALTER TABLE users OWNER TO postgres; DROP ROLE \(quoteIdentifier(owner))")
         }
         #expect(reason(owner).contains("it owns public.users"), "\(reason(owner))")
-        // Nothing of the refused grants was applied.
-        #expect(try db.count("SELECT has_table_privilege('postgres', 'users', 'SELECT')::int") == 1)
+        // Nothing of the refused grants was applied: the owner of users got no right on
+        // the schemas or on the tables it does not own (a successful apply gives it these).
+        let given = try db.count(
+            """
+            SELECT has_schema_privilege($1, 'caretaker', 'USAGE')::int
+                   + (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname IN ('public', 'caretaker') AND c.relkind IN ('r', 'p')
+                        AND c.relowner <> (SELECT oid FROM pg_roles WHERE rolname = $1)
+                        AND (has_table_privilege($1, c.oid, 'SELECT') OR has_table_privilege($1, c.oid, 'UPDATE')
+                             OR has_table_privilege($1, c.oid, 'DELETE') OR has_table_privilege($1, c.oid, 'INSERT')))::int
+            """, owner)
+        #expect(given == 0, "the refused role was granted \(given) rights")
+        // The same check sees a grant (it is not blind): an ordinary role, granted, has them.
+        let ordinary = "granted_\(db.name)"
+        try db.connection.execute(script: "CREATE ROLE \(quoteIdentifier(ordinary))")
+        defer {
+            _ = try? db.connection.execute(
+                script: "DROP OWNED BY \(quoteIdentifier(ordinary)); DROP ROLE \(quoteIdentifier(ordinary))")
+        }
+        #expect(reason(ordinary) == "granted")
+        #expect(
+            try db.count(
+                "SELECT has_schema_privilege($1, 'caretaker', 'USAGE')::int + has_table_privilege($1, 'public.posts', 'DELETE')::int",
+                ordinary) == 2)
     }
 }

@@ -262,8 +262,15 @@ fault_pause() {
     echo $((low + RANDOM % spread))
 }
 
+# The first round starts with app-surprise and job-failing (when chosen): the
+# faults that give no-blocked-stall and alerts-once something to judge come
+# early enough for a one-minute soak to judge them; the rest follow at random.
 inject_faults() {
-    local round=() kind victims=(b c)
+    local round=() kind victims=(b c) first=()
+    for kind in app-surprise job-failing; do
+        [[ " ${fault_kinds_chosen[*]} " == *" $kind "* ]] && first+=("$kind")
+    done
+    mapfile -t round < <([ ${#first[@]} = 0 ] || printf '%s\n' "${first[@]}"; printf '%s\n' "${fault_kinds_chosen[@]}" | grep -vxF -e app-surprise -e job-failing | shuf)
     while :; do
         [ ${#round[@]} -gt 0 ] || mapfile -t round < <(printf '%s\n' "${fault_kinds_chosen[@]}" | shuf)
         kind=${round[0]}

@@ -82,6 +82,10 @@ INSERT INTO soak.notifies (channel, txid, at) VALUES ('caretaker_send_temp_passw
 -- meanwhile (58 s ago) and went at its deadline.
 INSERT INTO soak.protected (kind, id, how, since, until) VALUES
     ('post', '99', 'referenced by post_reports', now() - interval '70 seconds', now() - interval '40 seconds');
+-- A pack on hold from 75 s to 45 s ago; pack 6 came due meanwhile (64 s ago)
+-- and went at its deadline.
+INSERT INTO soak.protected (kind, id, how, since, until) VALUES
+    ('pack', '98', 'on hold (trigger)', now() - interval '75 seconds', now() - interval '45 seconds');
 -- A session protected (frozen) from 50 s to 20 s ago; the other session came
 -- due 40 s ago and was revoked then.
 INSERT INTO soak.protected (kind, id, how, since, until) VALUES

@@ -364,7 +364,7 @@ private final class ExpireContentPass {
         var remaining: Int64?
         var first: Int64 = 0
         let walBefore = context.walBytes
-        let deletedBeforeSweep = counters.stats["posts_deleted"]
+        let deletedBeforeSweep = counters.stats["posts_deleted"] ?? 0
         var pruning = Duration.zero
         while first < pages, !context.recordStopIfDue() {
             if let expected = remaining ?? blockSize.flatMap({ sample?.expectedWAL(from: first, blockSize: $0) }),
@@ -385,14 +385,14 @@ private final class ExpireContentPass {
             let swept = min(last, pages) - first
             let started = ContinuousClock.now
             let rangeWALBefore = context.walBytes
-            let deletedBefore = counters.stats["posts_deleted"]
+            let deletedBefore = counters.stats["posts_deleted"] ?? 0
             let waitedForLocks = try sweepRange(from: first, to: last)
             // Compressing, a range is sized and charged as if it were not: the same pages
             // per range and per second, only less WAL.
             var wrote = context.lastBatchWAL
             if compressing, let blockSize {
                 let uncompressed = ExpireContent.uncompressedImages(
-                    pages: swept, deleted: Int64(counters.stats["posts_deleted"] - deletedBefore),
+                    pages: swept, deleted: Int64((counters.stats["posts_deleted"] ?? 0) - deletedBefore),
                     blockSize: blockSize)
                 context.chargeWALBudget(uncompressed - (context.walBytes - rangeWALBefore), from: started)
                 wrote = max(wrote, uncompressed)
@@ -401,7 +401,7 @@ private final class ExpireContentPass {
             counters.stats.add("swept_pages", Int(swept))
             remaining = sample?.remainingWAL(
                 after: last, wrote: context.walBytes - walBefore,
-                deleted: Int64(counters.stats["posts_deleted"] - deletedBeforeSweep))
+                deleted: Int64((counters.stats["posts_deleted"] ?? 0) - deletedBeforeSweep))
             context.expectRemainingWAL(remaining)
             context.pauseBetweenBatches()
             if settings.pruneSweptPages, !context.recordStopIfDue() { pruning += try prune(first..<(first + swept)) }
@@ -664,7 +664,7 @@ struct ExpireContentCounters {
     }
 
     private mutating func set(_ name: String, _ value: Int) {
-        stats.add(name, value - stats[name])
+        stats.add(name, value - (stats[name] ?? 0))
     }
 }
 

@@ -19,8 +19,10 @@ public struct JobStats: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public subscript(_ name: String) -> Int {
-        counters.first { $0.name == name }?.value ?? 0
+    /// The counter `name`, or nil when the job did not report it: a reader that
+    /// expects a count (a test's `== 0`) notices a counter renamed or never added.
+    public subscript(_ name: String) -> Int? {
+        counters.first { $0.name == name }?.value
     }
 
     /// `{"posts_deleted": 512, "packs_deleted": 3}`; names are job-defined identifiers.
