@@ -1,1 +1,1 @@
-public let caretakerVersion = "0.2.0"
+public let caretakerVersion = "0.3.0"

@@ -47,7 +47,8 @@ struct DashboardCommand: AsyncParsableCommand {
             throw fail(.configuration, "configuration error: \(error)")
         }
         let format = logFormat.flatMap(WorkerOptions.LogFormat.init(rawValue:)) ?? configuration.worker.logFormat
-        LineLogHandler.bootstrap(format: format == .json ? .json : .logfmt, level: .info)
+        LineLogHandler.bootstrap(
+            format: format == .json ? .json : .logfmt, level: .info, identifier: "caretaker-dashboard")
         let logger = Logger(label: "caretaker.dashboard")
 
         let credentials: BasicCredentials?

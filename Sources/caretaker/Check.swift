@@ -8,13 +8,18 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Check configuration, database, schema and job health (a monitoring probe).",
             discussion:
-                "Exit status: 0 healthy, 1 a problem was found (each is named), 64 bad usage, 69 database unavailable, 78 bad configuration."
+                "Exit status: 0 healthy, 1 a problem was found (each is named), 64 bad usage, 69 database unavailable, 78 bad configuration. "
+                + "With --config-only: 0 or 78, reading the file and the secrets it needs as `caretaker run` does at "
+                + "start and on SIGHUP, without the database (the unit's ExecReload runs it before signalling)."
         )
 
         @OptionGroup var common: CommonOptions
 
         @Flag(help: "Print JSON instead of a table.")
         var json = false
+
+        @Flag(help: "Check jobs.toml and its secrets only, without the database: exit 0, or 78 with the error.")
+        var configOnly = false
 
         struct Finding {
             let check: String
@@ -27,7 +32,18 @@ extension Caretaker {
         func run() throws {
             try exiting {
                 let configuration = try common.loadConfiguration()
+                if configOnly {
+                    _ = try common.connector(configuration)
+                    _ = try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration)
+                    print("configuration ok: \(configuration.file)")
+                    return .ok
+                }
                 var findings = [Finding(check: "configuration", ok: true, detail: configuration.file)]
+                findings.append(Self.mail(configuration))
+                if let address = ListenAddress(metrics: configuration.metrics.listen) {
+                    let probe = MetricsProbe.probe(address)
+                    findings.append(Finding(check: "metrics listener", ok: probe.ok, detail: probe.detail))
+                }
                 let connector = try common.connector(configuration)
                 let connection = try common.connect(connector)
                 findings.append(
@@ -52,6 +68,23 @@ extension Caretaker {
                 }
                 print(json ? Self.json(findings) : Self.table(findings))
                 return findings.allSatisfy(\.ok) ? .ok : .jobFailed
+            }
+        }
+
+        /// The enabled jobs' mail transport, made as `caretaker run` makes it (the SMTP password included).
+        static func mail(_ configuration: Configuration) -> Finding {
+            do {
+                guard
+                    try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration)
+                        != nil
+                else { return Finding(check: "mail", ok: true, detail: "no enabled job sends mail") }
+                let auth = configuration.mail.username.isEmpty ? "no AUTH" : "AUTH as \(configuration.mail.username)"
+                return Finding(
+                    check: "mail", ok: true,
+                    detail: configuration.mail.transport == .file
+                        ? "files in \(configuration.mail.directory)" : "SMTP, \(auth)")
+            } catch {
+                return Finding(check: "mail", ok: false, detail: "\(error)")
             }
         }
 

@@ -26,7 +26,13 @@ extension Caretaker {
                 let configuration = try common.loadConfiguration()
                 let connection = try common.connect(configuration)
                 let report = try StatusReport.read(connection, configuration: configuration)
-                print(json ? Self.json(report) : Self.screen(report))
+                var text = json ? Self.json(report) : Self.screen(report)
+                // The daemon keeps its jobs running when [metrics] listen cannot bind: say so here.
+                if !json, let address = ListenAddress(metrics: configuration.metrics.listen) {
+                    let probe = MetricsProbe.probe(address)
+                    text += "\n\n" + (probe.ok ? "Metrics: " : "Metrics PROBLEM: ") + probe.detail
+                }
+                print(text)
                 return .ok
             }
         }

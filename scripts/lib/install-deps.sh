@@ -10,7 +10,8 @@
 #             lintian and man-db: scripts/package and scripts/test-package (curl: its request to the
 #             installed dashboard); chromium: the dashboard's browser test; prometheus: promtool and the
 #             server the monitoring tests scrape with; faketime and libfaketime: the soak's clock-skew fault;
-#             mandoc: `mandoc -T lint` of the generated caretaker.toml(5).
+#             mandoc: `mandoc -T lint` of the generated caretaker.toml(5);
+#             systemd-container (systemd-nspawn) and debootstrap: scripts/test-systemd's Debian container.
 # scripts/demo asks for `build postgres` only, so that trying caretaker does not install a browser.
 install_deps() {
     local sets=("$@")
@@ -23,7 +24,7 @@ install_deps() {
             postgres) wanted+=(postgresql postgresql-contrib util-linux) ;;
             test) wanted+=(python3-aiosmtpd systemd pgbouncer openssl dpkg-dev binutils lintian man-db curl
                            chromium prometheus faketime libfaketime
-                           mandoc) ;;
+                           mandoc systemd-container debootstrap) ;;
             *) echo "install_deps: unknown set '$set'; the sets are: build, postgres, test" >&2; return 64 ;;
         esac
     done

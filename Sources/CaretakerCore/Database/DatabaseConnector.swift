@@ -24,18 +24,34 @@ public struct DatabaseConnector: Sendable {
             environment: environment, purpose: "database.password_file")
     }
 
-    /// Connects once; throws `.connection` after `connect_timeout`.
+    /// Connects once; throws `.connection` after `connect_timeout`. When the server asks
+    /// for a password and caretaker has none, the error says where one can come from.
     public func connect(applicationName: String = "caretaker") throws(PostgresError) -> Connection {
-        try Connection(
-            Connection.Configuration(
-                conninfo: options.url, applicationName: applicationName,
-                connectTimeout: options.connectTimeout, password: password))
+        do {
+            return try Connection(
+                Connection.Configuration(
+                    conninfo: options.url, applicationName: applicationName,
+                    connectTimeout: options.connectTimeout, password: password))
+        } catch  where password == nil && error.message.contains("no password supplied") {
+            throw PostgresError(
+                kind: .connection,
+                message: error.message + " — " + Self.missingPasswordAdvice)
+        }
     }
+
+    /// Where a database password comes from, for the error when the server wants one and there is none.
+    public static let missingPasswordAdvice =
+        "the server asks for a password and caretaker has none: put it in database.password_file, "
+        + "in /etc/caretaker/db-password (the service's systemd credential \(passwordCredential)), "
+        + "in ~/.pgpass or in PGPASSWORD"
 }
 
 /// Reads secrets from `*_file` keys or `$CREDENTIALS_DIRECTORY`; never logs them.
 public enum Secrets {
     /// The first of: the configured file, then the systemd credential; `nil` when neither is set.
+    /// An empty credential (or a lone newline) counts as none: the units pair each
+    /// `LoadCredential=` with `SetCredential=ID:\n`, which systemd hands over when the
+    /// operator has no such file.
     public static func read(
         file: String, credential: String, environment: [String: String],
         purpose: String
@@ -44,7 +60,8 @@ public enum Secrets {
         if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
             let path = directory + "/" + credential
             if FileManager.default.fileExists(atPath: path) {
-                return try contents(of: path, purpose: "systemd credential \(credential)")
+                let secret = try contents(of: path, purpose: "systemd credential \(credential)")
+                return secret.isEmpty ? nil : secret
             }
         }
         return nil

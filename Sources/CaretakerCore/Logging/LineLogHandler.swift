@@ -8,7 +8,8 @@ import Foundation
 #endif
 
 /// One line per event on stderr: logfmt (default) or JSON; under journald
-/// (`$JOURNAL_STREAM` set) without timestamps and with `<N>` priority prefixes.
+/// (`$JOURNAL_STREAM` set) without timestamps and with `<N>` priority prefixes, or,
+/// when stderr is the journal's stream, as a journal entry with fields (`JournalOutput`).
 public struct LineLogHandler: LogHandler {
     public enum Format: Sendable { case logfmt, json }
 
@@ -17,24 +18,28 @@ public struct LineLogHandler: LogHandler {
     public let format: Format
     public let journald: Bool
     private let output: LineOutput
+    /// The journal's native socket, when stderr is journald's stream.
+    private let journal: JournalOutput?
 
     /// Keys printed first, in this order, so lines read alike.
     static let leadingKeys = ["job", "run_id", "trigger", "status", "duration_ms"]
 
-    public init(format: Format, journald: Bool, output: LineOutput = .standardError) {
+    public init(format: Format, journald: Bool, output: LineOutput = .standardError, journal: JournalOutput? = nil) {
         self.format = format
-        self.journald = journald
+        self.journald = journald || journal != nil
         self.output = output
+        self.journal = journal
     }
 
     /// Bootstraps swift-log once for the process.
     public static func bootstrap(
-        format: Format, level: Logger.Level = .info,
+        format: Format, level: Logger.Level = .info, identifier: String = "caretaker",
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         let journald = !(environment["JOURNAL_STREAM"] ?? "").isEmpty
+        let journal = JournalOutput.open(identifier: identifier, environment: environment)
         LoggingSystem.bootstrap { _ in
-            var handler = LineLogHandler(format: format, journald: journald)
+            var handler = LineLogHandler(format: format, journald: journald, journal: journal)
             handler.logLevel = level
             return handler
         }
@@ -49,12 +54,21 @@ public struct LineLogHandler: LogHandler {
         let level = event.level
         let message = event.message
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        let fields = Self.ordered(merged)
+        let ordered = Self.orderedValues(merged)
+        let fields = ordered.map { ($0.0, "\($0.1)") }
         let text =
             switch format {
             case .logfmt: logfmtLine(level: level, message: "\(message)", fields: fields)
             case .json: jsonLine(level: level, message: "\(message)", fields: fields)
             }
+        if let journal,
+            journal.deliver(
+                journal.fields(
+                    message: text, priority: Self.priority(level), metadata: ordered, file: event.file,
+                    line: event.line, function: event.function))
+        {
+            return
+        }
         output.write((journald ? "<\(Self.priority(level))>" : "") + text + "\n")
     }
 
@@ -77,9 +91,13 @@ public struct LineLogHandler: LogHandler {
     }
 
     static func ordered(_ metadata: Logger.Metadata) -> [(String, String)] {
-        let leading = leadingKeys.compactMap { key in metadata[key].map { (key, "\($0)") } }
+        orderedValues(metadata).map { ($0.0, "\($0.1)") }
+    }
+
+    static func orderedValues(_ metadata: Logger.Metadata) -> [(String, Logger.MetadataValue)] {
+        let leading = leadingKeys.compactMap { key in metadata[key].map { (key, $0) } }
         let rest = metadata.filter { !leadingKeys.contains($0.key) }.sorted { $0.key < $1.key }.map {
-            ($0.key, "\($0.value)")
+            ($0.key, $0.value)
         }
         return leading + rest
     }

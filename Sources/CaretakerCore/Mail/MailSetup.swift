@@ -9,6 +9,12 @@ import Foundation
 public enum MailSetup {
     public static let passwordCredential = "smtp-password"
 
+    /// `[mail] username` is set (the relay wants AUTH) and no password was found anywhere.
+    public static let missingPasswordMessage =
+        "mail.username is set but there is no SMTP password: put it in mail.password_file, "
+        + "in /etc/caretaker/smtp-password (the service's systemd credential \(passwordCredential)) "
+        + "or in $CARETAKER_SMTP_PASSWORD; or leave username empty for a relay without AUTH"
+
     /// The transport for the selected jobs that send mail (`BuiltInJob.sendsMail`), or `nil` when none does.
     /// A password file that cannot be read or a URL libcurl cannot use is a
     /// `ConfigurationError` naming the `[mail]` key (exit 78).
@@ -40,6 +46,9 @@ public enum MailSetup {
                     file: options.passwordFile, credential: passwordCredential,
                     environment: environment, purpose: "mail.password_file")
                 ?? environment["CARETAKER_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+            if !options.username.isEmpty && password == nil {
+                throw SecretError(message: missingPasswordMessage)
+            }
             return try SMTPTransport(
                 configuration: .init(
                     url: options.url, starttls: options.starttls,

@@ -42,7 +42,20 @@ public final class CaretakerMetrics: Sendable {
             name("job", "duration", "seconds", "How long the job's runs in this process took.")
         }
         static var statTotal: MetricNameDescriptor {
-            name("job", "stat", "total", "Sum of a job's run counters (job_runs.stats) over the runs of this process.")
+            name(
+                "job", "stat", "total",
+                "Sum of a job's run counts (job_runs.stats: rows, batches, deleted, sent...) over the runs of this process."
+            )
+        }
+        static var statBytes: MetricNameDescriptor {
+            name(
+                "job", "stat_bytes", "total",
+                "Sum of a job's byte counters (job_runs.stats, e.g. wal_bytes) over the runs of this process.")
+        }
+        static var statSeconds: MetricNameDescriptor {
+            name(
+                "job", "stat_seconds", "total",
+                "Time a job's runs of this process spent waiting or resting, by cause (job_runs.stats NAME_ms).")
         }
         static var skippedSlots: MetricNameDescriptor {
             name(
@@ -90,8 +103,20 @@ public final class CaretakerMetrics: Sendable {
         runs(job, status).increment()
         duration(job).record(seconds)
         for counter in stats.counters where counter.value > 0 {
-            registry.makeCounter(descriptor: Series.statTotal, labels: [("job", job), ("stat", counter.name)])
-                .increment(by: Int64(counter.value))
+            switch StatKind(counter.name) {
+            case .count:
+                registry.makeCounter(descriptor: Series.statTotal, labels: [("job", job), ("stat", counter.name)])
+                    .increment(by: Int64(counter.value))
+            case .bytes:
+                registry.makeCounter(descriptor: Series.statBytes, labels: [("job", job), ("stat", counter.name)])
+                    .increment(by: Int64(counter.value))
+            case .milliseconds:
+                registry.makeCounter(
+                    descriptor: Series.statSeconds, labels: [("job", job), ("stat", String(counter.name.dropLast(3)))]
+                ).increment(by: Double(counter.value) / 1000)
+            case .figure:
+                break
+            }
         }
     }
 

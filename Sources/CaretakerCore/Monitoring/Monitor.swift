@@ -27,6 +27,8 @@ import Musl
 /// recorded. The monitor thread also answers `GET /metrics` when `listen` is set.
 public final class Monitor: RunObserver, @unchecked Sendable {
     static let refreshInterval: Duration = .seconds(60)
+    /// How often a `[metrics] listen` address that could not be bound is tried again.
+    static let bindRetryInterval: Duration = .seconds(30)
 
     private let logger: Logger
     private let isDaemon: Bool
@@ -45,6 +47,9 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// One reading at a time: the monitor thread and run threads take turns.
     private let refreshing = Mutex<Void>(())
     private var server: MetricsHTTPServer?
+    /// `[metrics] listen` as configured at start; while `server` is nil the monitor thread retries it.
+    private var listenAddress: ListenAddress?
+    private var nextBindAttempt = ContinuousClock.now
     /// Wakes the monitor thread: `refreshByte` after a run, `stopByte` to end it.
     private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
     private static let refreshByte: UInt8 = 1
@@ -73,18 +78,21 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     }
 
     /// Opens the listener and starts the monitor thread when there is work for it.
+    ///
+    /// A listener that cannot bind (the port is taken, the address is not this host's)
+    /// stops nothing: the error is logged once, the jobs run, and the monitor thread
+    /// tries the bind again every `bindRetryInterval` (`caretaker check` names it meanwhile).
     public func start() throws {
         let configuration = state.withLock { $0.configuration }
         if isDaemon, let address = ListenAddress(metrics: configuration.metrics.listen) {
-            let server = try MetricsHTTPServer(address)
-            self.server = server
-            logger.info("metrics listening", metadata: ["address": "\(server.boundAddress)", "path": "/metrics"])
+            listenAddress = address
+            bindListener(first: true)
         }
         let lowFootprint = configuration.worker.lowFootprint
         let refreshes =
             isDaemon && !lowFootprint
             && (metrics != nil || !configuration.alerts.mailTo.isEmpty)
-        guard server != nil || refreshes else { return }
+        guard listenAddress != nil || refreshes else { return }
         refreshesOnOwnConnection = refreshes
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
@@ -136,6 +144,23 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             logger.warning("[metrics] changes take effect at the next start")
         }
         metrics?.declare(jobs: configuration.jobs.filter(\.enabled).map(\.name))
+    }
+
+    /// Binds `[metrics] listen`; logs a failure only the first time, and the bind that finally works.
+    private func bindListener(first: Bool) {
+        guard let listenAddress, server == nil else { return }
+        do {
+            let server = try MetricsHTTPServer(listenAddress)
+            self.server = server
+            logger.info("metrics listening", metadata: ["address": "\(server.boundAddress)", "path": "/metrics"])
+        } catch {
+            nextBindAttempt = ContinuousClock.now + Self.bindRetryInterval
+            if first {
+                logger.error(
+                    "metrics: cannot listen; the jobs run without it and the bind is retried every \(Self.bindRetryInterval.components.seconds) s",
+                    metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     // MARK: RunObserver
@@ -229,13 +254,16 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 }
                 nextRefresh = ContinuousClock.now + Self.refreshInterval
             }
+            if server == nil, listenAddress != nil, ContinuousClock.now >= nextBindAttempt {
+                bindListener(first: false)
+            }
             var fds = [
                 pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: server?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
             ]
-            let wait =
-                connector == nil
-                ? Int32(-1) : Int32(max(0, ContinuousClock.now.duration(to: nextRefresh).microseconds / 1000))
+            var wakeAt: ContinuousClock.Instant? = connector == nil ? nil : nextRefresh
+            if server == nil, listenAddress != nil { wakeAt = min(wakeAt ?? nextBindAttempt, nextBindAttempt) }
+            let wait = wakeAt.map { Int32(max(0, ContinuousClock.now.duration(to: $0).microseconds / 1000)) } ?? -1
             // Low-footprint mode: a scrape maps code back in; hand it back until the next one,
             // last before poll(2), so that no code runs between the release and the sleep.
             if releaseBeforeSleeping {

@@ -105,12 +105,12 @@ public struct JobRunner: Sendable {
         var runLogger = logger
         runLogger[metadataKey: "job"] = "\(request.job.name)"
         runLogger[metadataKey: "run_id"] = "\(runID)"
-        runLogger.info(
-            "run started",
-            metadata: [
-                "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)",
-                "attempt": "\(request.attempt)",
-            ])
+        var startMetadata: Logger.Metadata = [
+            "trigger": "\(request.trigger.rawValue)", "dry_run": "\(request.dryRun)",
+            "attempt": "\(request.attempt)",
+        ]
+        if let slot = request.slot { startMetadata["slot"] = "\(slot.formatted(.iso8601))" }
+        runLogger.info("run started", metadata: startMetadata)
         observer?.runStarted(request.job, runID: runID, dryRun: request.dryRun)
         let context = JobContext(
             connection: connection, job: request.job,
@@ -138,7 +138,7 @@ public struct JobRunner: Sendable {
             "trigger": "\(request.trigger.rawValue)", "status": "\(status.rawValue)",
             "duration_ms": "\(elapsed.microseconds / 1000)",
         ]
-        for counter in stats.counters { metadata[counter.name] = "\(counter.value)" }
+        for counter in stats.counters { metadata[counter.name] = .stringConvertible(JobStatValue(counter.value)) }
         if let message { metadata["error"] = "\(message)" }
         runLogger.log(level: status == .failed ? .error : .info, "run finished", metadata: metadata)
         observer?.runFinished(
