@@ -19,7 +19,8 @@ import Testing
         "util-linux",
     ]
     static let test = [
-        "python3-aiosmtpd", "systemd", "pgbouncer", "openssl", "dpkg-dev", "binutils", "lintian", "man-db", "curl",
+        "python3-aiosmtpd", "systemd", "pgbouncer", "postgresql-15-partman", "openssl", "dpkg-dev", "binutils",
+        "lintian", "man-db", "curl",
         "chromium", "prometheus", "faketime", "libfaketime",
     ]
 
