@@ -89,10 +89,9 @@ extension Caretaker {
         }
 
         private func schema(_ connection: Connection, configuration: Configuration) throws -> [Finding] {
-            let migrator = Migrator(appSchema: configuration.database.appSchema)
-            let pending = try migrator.pending(on: connection)
+            let readiness = try SchemaReadiness.check(connection, appSchema: configuration.database.appSchema)
             var findings: [Finding] = []
-            if pending.isEmpty {
+            if readiness.pending.isEmpty {
                 findings.append(
                     Finding(
                         check: "schema version", ok: true, detail: "\(Migration.all.last?.version ?? 0) (up to date)"))
@@ -100,9 +99,10 @@ extension Caretaker {
                 findings.append(
                     Finding(
                         check: "schema version", ok: false,
-                        detail: "\(pending.count) migration(s) pending: run `caretaker migrate`"))
+                        detail: SchemaReadiness.Report(pending: readiness.pending).message))
                 return findings
             }
+            findings += readiness.missing.map { Finding(check: "schema", ok: false, detail: $0) }
             let enabled = Set(configuration.jobs.filter(\.enabled).compactMap(\.builtIn))
             let schema = try SchemaCheck.check(
                 connection, appSchema: configuration.database.appSchema, enabled: enabled)

@@ -9,7 +9,7 @@ extension Caretaker {
         static let configuration = CommandConfiguration(
             abstract: "Run jobs once now, record them in caretaker.job_runs, then exit.",
             discussion:
-                "Exit status: 0 all succeeded, 1 a job failed, 64 bad usage (an unknown job), 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration."
+                "Exit status: 0 all succeeded, 1 a job failed, 64 bad usage (an unknown job), 69 database unavailable (or a standby), 75 a job was already running elsewhere, 78 bad configuration or caretaker's schema not up to date (a migration pending: what `check` says; no job runs)."
         )
 
         @OptionGroup var common: CommonOptions
@@ -42,6 +42,8 @@ extension Caretaker {
                 let connector = try common.connector(configuration)
                 let connection = try common.connect(connector)
                 try common.requirePrimary(connection, for: "once")
+                let readiness = try SchemaReadiness.check(connection, appSchema: configuration.database.appSchema)
+                if !readiness.isReady { throw Failure(.configuration, readiness.message) }
                 let logger = Logger(label: "caretaker")
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 if !pooler.keepsOwnSessions { logger.warning("\(pooler); running anyway") }

@@ -77,6 +77,7 @@ extension Caretaker {
 
         static func schemaText(_ schema: StatusReport.Schema) -> String {
             if schema.version == 0 { return "not migrated: run `caretaker migrate`" }
+            if let problem = schema.problem { return "version \(schema.version); \(problem); no job runs until then" }
             if schema.pending > 0 {
                 return "version \(schema.version), \(schema.pending) migration(s) pending: run `caretaker migrate`"
             }
@@ -112,7 +113,8 @@ extension Caretaker {
                 "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "
                 + "\"in_recovery\": \(report.database.inRecovery)}"
             let schema =
-                "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending)}"
+                "{\"version\": \(report.schema.version), \"latest\": \(report.schema.latest), \"pending\": \(report.schema.pending), "
+                + "\"problem\": \(string(report.schema.problem))}"
             return
                 "{\n  \"now\": \(jsonString(Jobs.format(report.now))),\n  \"healthy\": \(report.unhealthyJobs.isEmpty),\n"
                 + "  \"database\": \(database),\n  \"schema\": \(schema),\n  \"jobs\": [\n"

@@ -19,8 +19,9 @@ import Testing
         "util-linux",
     ]
     static let test = [
-        "python3-aiosmtpd", "systemd", "pgbouncer", "openssl", "dpkg-dev", "binutils", "lintian", "man-db", "curl",
-        "chromium", "prometheus", "faketime", "libfaketime", "mandoc",
+        "python3-aiosmtpd", "systemd", "pgbouncer", "postgresql-15-partman", "openssl", "dpkg-dev", "binutils",
+        "lintian", "man-db", "curl", "chromium", "prometheus", "faketime", "libfaketime", "mandoc", "systemd-container",
+        "debootstrap",
     ]
 
     /// Runs `command` (bash) with the stand-ins first on PATH. With `installed`,

@@ -6,7 +6,8 @@
 #   postgres  the throwaway PostgreSQL the demo, the tests and the bench start (runuser: util-linux)
 #   test      the rest that the tests, the soak, the packaging and the bench use:
 #             python3-aiosmtpd: the SMTP server; pgbouncer: the pooler tests; systemd: systemd-analyze;
-#             openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
+#             postgresql-15-partman: pg_partman, which keeps the partitioned posts tables of the tests (Debian 12's
+#             PostgreSQL is 15); openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
 #             lintian and man-db: scripts/package and scripts/test-package (curl: its request to the
 #             installed dashboard); chromium: the dashboard's browser test; prometheus: promtool and the
 #             server the monitoring tests scrape with; faketime and libfaketime: the soak's clock-skew fault;
@@ -22,9 +23,8 @@ install_deps() {
         case "$set" in
             build) wanted+=(libpq-dev libcurl4-openssl-dev libcrypt-dev pkg-config) ;;
             postgres) wanted+=(postgresql postgresql-contrib util-linux) ;;
-            test) wanted+=(python3-aiosmtpd systemd pgbouncer openssl dpkg-dev binutils lintian man-db curl
-                           chromium prometheus faketime libfaketime
-                           mandoc systemd-container debootstrap) ;;
+            test) wanted+=(python3-aiosmtpd systemd pgbouncer postgresql-15-partman openssl dpkg-dev binutils lintian
+                           man-db curl chromium prometheus faketime libfaketime mandoc systemd-container debootstrap) ;;
             *) echo "install_deps: unknown set '$set'; the sets are: build, postgres, test" >&2; return 64 ;;
         esac
     done

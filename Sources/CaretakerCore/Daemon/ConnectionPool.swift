@@ -124,6 +124,13 @@ final class ConnectionPool {
 
     /// Plans the next attempt (1 s, 2 s, 4 s, … up to 60 s) and logs this one.
     func unreachable(_ error: any Error) {
+        if error is SchemaNotReady {
+            // The daemon logged what is missing; it looks again soon, to start once `migrate` has run.
+            reconnect = ReconnectBackoff(
+                attempt: (reconnect?.attempt ?? 0) + 1, delay: SchemaNotReady.retryDelay,
+                at: .now + SchemaNotReady.retryDelay)
+            return
+        }
         let attempt = (reconnect?.attempt ?? 0) + 1
         let delay = reconnect.map { min($0.delay * 2, Self.maximumReconnectDelay) } ?? Self.firstReconnectDelay
         reconnect = ReconnectBackoff(attempt: attempt, delay: delay, at: .now + delay)

@@ -7,17 +7,7 @@ extension Daemon {
     /// missed, so the jobs that listen run once to pick them up.
     func prepare(_ connection: Connection) throws {
         if try DatabaseRole.isStandby(connection) { throw DatabaseRole.standbyError }
-        let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
-        guard applied.contains(1) else {
-            throw SchemaNotReady(description: "caretaker's schema is missing: run `caretaker migrate`")
-        }
-        guard applied.contains(Migration.deadlineTrigger.version) else {
-            throw SchemaNotReady(
-                description: """
-                    caretaker's schema is older than this version (migration \(Migration.deadlineTrigger.version) \
-                    "\(Migration.deadlineTrigger.name)" is missing): run `caretaker migrate`
-                    """)
-        }
+        try requireCompleteSchema(connection)
         try clock.refresh(connection)
         let rescued = try RunStore(connection).interruptAllOrphans()
         if rescued > 0 {

@@ -65,6 +65,8 @@ public final class Daemon: @unchecked Sendable {
     var idleMemoryReleased = false
     /// A connection has worked before: a later one must catch up on NOTIFYs it missed.
     var connectedBefore = false
+    /// While caretaker's schema is incomplete: what is missing, as last logged.
+    var schemaWait: String?
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
     var lastWatchdog = ContinuousClock.now
     private var signalSources: [any DispatchSourceSignal] = []

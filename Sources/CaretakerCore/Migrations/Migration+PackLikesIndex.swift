@@ -11,6 +11,9 @@ extension Migration {
     static let packLikesIndex = Migration(
         version: 8, name: "pack likes index", sql: "",
         concurrentIndexes: [
-            ConcurrentIndex(name: "posts_pack_likes_idx", definition: "ON {{app}}.posts (pack_id, likes)")
+            ConcurrentIndex(
+                name: "posts_pack_likes_idx", definition: "ON {{app}}.posts (pack_id, likes)",
+                // What migration 11 sets, which it could not on a partitioned table's index.
+                storageOnPartitionedTable: "deduplicate_items = off")
         ])
 }

@@ -15,9 +15,18 @@ extension Migration {
     /// 37 MB at 5M posts).
     ///
     /// `ALTER INDEX … SET` takes a lock the app's reads and writes do not wait for;
-    /// the rebuild is `REINDEX … CONCURRENTLY`, outside a transaction.
+    /// the rebuild is `REINDEX … CONCURRENTLY`, outside a transaction. PostgreSQL
+    /// refuses it on a partitioned table's index (`wrong_object_type`), whose
+    /// partitions' indexes are then set and rebuilt one by one (`PartitionedIndexes`).
     static let packLikesIndexWithoutDeduplication = Migration(
         version: 11, name: "pack likes index without deduplication",
-        sql: "ALTER INDEX IF EXISTS {{app}}.posts_pack_likes_idx SET (deduplicate_items = off)",
+        sql: """
+            DO $$
+            BEGIN
+                ALTER INDEX IF EXISTS {{app}}.posts_pack_likes_idx SET (deduplicate_items = off);
+            EXCEPTION WHEN wrong_object_type THEN
+                NULL;
+            END $$
+            """,
         concurrentReindexes: ["posts_pack_likes_idx"])
 }

@@ -62,6 +62,10 @@ public struct ConcurrentIndex: Sendable {
     public let name: String
     /// What follows the name, e.g. `ON {{app}}.posts (created_at, id)`.
     public let definition: String
+    /// Storage parameters (`WITH (…)`) of the index when its table is partitioned:
+    /// PostgreSQL cannot change a partitioned index's parameters afterwards, as a later
+    /// migration's `ALTER INDEX … SET` would, and the partitions created later take theirs from it.
+    public var storageOnPartitionedTable: String? = nil
 }
 
 /// An index a migration drops because another one does its work, every write to

@@ -114,7 +114,7 @@ public struct Migrator: Sendable {
 
     /// Runs `body` in a transaction whose `lock_timeout` is `attemptTimeout`, again
     /// after a pause each time it timed out waiting for a lock, until `lockWait` passed.
-    private func inTransactionWaitingBriefly(
+    func inTransactionWaitingBriefly(
         on connection: Connection, attempts: inout Int, _ body: () throws -> Void
     ) throws {
         let deadline = ContinuousClock.now + lockWait
@@ -139,6 +139,11 @@ public struct Migrator: Sendable {
     /// would otherwise keep for ever.
     private func build(_ index: ConcurrentIndex, on connection: Connection) throws {
         let schema = quoteIdentifier(appSchema)
+        if let (table, rest) = PartitionedIndexes.split(index.definition),
+            try PartitionedIndexes.isPartitioned(schema + "." + quoteIdentifier(table), on: connection)
+        {
+            return try buildPartitioned(index, table: table, rest: rest, on: connection)
+        }
         let qualified = schema + "." + quoteIdentifier(index.name)
         let invalid =
             try connection.query(
@@ -159,8 +164,11 @@ extension Migrator {
     /// new index beside the old as `NAME_ccnew` (`NAME_ccnew1`, … when taken), swaps
     /// them, and drops the old one, then named `NAME_ccold`; a rebuild that fails on
     /// the way leaves them behind, invalid, and the next one would leave them for ever.
-    private func rebuild(_ name: String, on connection: Connection) throws {
+    func rebuild(_ name: String, on connection: Connection) throws {
         let schema = quoteIdentifier(appSchema)
+        if try PartitionedIndexes.isPartitioned(schema + "." + quoteIdentifier(name), on: connection) {
+            return try rebuildPartitioned(name, on: connection)
+        }
         let leftovers = try connection.query(
             """
             SELECT c.relname FROM pg_index i
@@ -188,7 +196,11 @@ extension Migrator {
             try connection.query(
                 Self.isRedundant, qualified, schema + "." + quoteIdentifier(index.coveredBy)
             ).first?.bool("redundant") == true
-        if redundant { try connection.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(qualified)") }
+        if redundant, try PartitionedIndexes.isPartitioned(qualified, on: connection) {
+            try dropPartitioned(qualified, on: connection)
+        } else if redundant {
+            try connection.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(qualified)")
+        }
     }
 
     /// Whether the index `$1` is a plain B-tree index whose key columns lead those of

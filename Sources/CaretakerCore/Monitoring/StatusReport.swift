@@ -21,6 +21,8 @@ public struct StatusReport: Sendable {
         public let version: Int
         public let latest: Int
         public let pending: Int
+        /// What `SchemaReadiness` found missing, when anything is (no job runs meanwhile).
+        public var problem: String? = nil
     }
 
     public struct LastRun: Sendable {
@@ -80,9 +82,13 @@ public struct StatusReport: Sendable {
         let now = Date(timeIntervalSince1970: info?.double("now") ?? 0)
         let applied = try Migrator(appSchema: configuration.database.appSchema).appliedVersions(on: connection)
         let latest = Migration.all.last?.version ?? 0
-        let schema = Schema(
+        var schema = Schema(
             version: applied.max() ?? 0, latest: latest,
             pending: Migration.all.filter { !applied.contains($0.version) }.count)
+        if !applied.isEmpty {
+            let readiness = try SchemaReadiness.check(connection, appSchema: configuration.database.appSchema)
+            if !readiness.isReady { schema.problem = readiness.message }
+        }
         guard !applied.isEmpty else {
             let jobs = configuration.jobs.map {
                 Job(
