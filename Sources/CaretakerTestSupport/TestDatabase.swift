@@ -95,7 +95,7 @@ public struct TestDatabase: @unchecked Sendable {
     public func run(
         _ job: String, _ extra: String = "", dryRun: Bool = false, trigger: RunTrigger = .manual,
         mail: (any MailTransport)? = nil, logOutput: LineOutput? = nil
-    ) throws -> JobRunner.Outcome {
+    ) throws -> RunOutcome {
         let configuration = try configuration(extra)
         guard let jobConfiguration = configuration.job(named: job) else {
             throw TemporaryPostgresError(message: "no job \(job)")

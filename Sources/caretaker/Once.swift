@@ -79,7 +79,7 @@ extension Caretaker {
             var status = ExitStatus.ok
             for (index, job) in selected.enumerated() {
                 let request = JobRunner.Request(job: job, trigger: .manual, dryRun: dryRun)
-                let outcome: JobRunner.Outcome
+                let outcome: RunOutcome
                 do {
                     outcome = try runner.run(request, on: connection)
                 } catch let error as PostgresError {
@@ -102,7 +102,8 @@ extension Caretaker {
                         error ?? "",
                     ])
                     if runStatus != .succeeded { status = .jobFailed }
-                case .busy, .skipped, .alreadyClaimed:
+                case .busy, .skipped, .alreadyClaimed, .slotNotDue, .previousRunEnded:
+                    // Only `busy` comes of a manual run, which has no slot.
                     table.append([job.name, "busy", "-", "", "another instance is running this job right now"])
                     if status == .ok { status = .busy }
                 }

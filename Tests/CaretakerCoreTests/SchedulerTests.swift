@@ -45,6 +45,44 @@ struct SchedulerTests {
         actions.compactMap { if case .recordSkipped(let skip) = $0 { skip } else { nil } }
     }
 
+    static func missed(_ actions: [Scheduler.Action]) -> Scheduler.MissedSlots? {
+        actions.lazy.compactMap { if case .recordMissedSlots(_, let missed) = $0 { missed } else { nil } }.first
+    }
+
+    static func deadlines(_ actions: [Scheduler.Action]) -> [String] {
+        actions.compactMap { if case .askDeadline(let job, _) = $0 { job.name } else { nil } }
+    }
+
+    /// "job attempt reason" of each retry planned.
+    static func retriesPlanned(_ actions: [Scheduler.Action]) -> [String] {
+        actions.compactMap {
+            if case .retryPlanned(let job, let attempt, _, let reason) = $0 {
+                "\(job) \(attempt) \(reason)"
+            } else {
+                nil
+            }
+        }
+    }
+
+    static let succeeded: Result<RunOutcome, any Error> = .success(
+        .finished(runID: 1, status: .succeeded, stats: JobStats(), error: nil))
+    static let failed: Result<RunOutcome, any Error> = .success(
+        .finished(runID: 1, status: .failed, stats: JobStats(), error: "boom"))
+
+    /// The retry a job waits for, in whichever state keeps it.
+    static func retry(_ scheduler: Scheduler, _ name: String) -> JobState.Retry? {
+        scheduler.state(of: name)?.retry
+    }
+
+    /// When a job's deadline query is to be asked; nil when it waits for none.
+    static func deadlineCheck(_ scheduler: Scheduler, _ name: String) -> Date? {
+        if case .waitingForDeadline(let check)? = scheduler.state(of: name) { check.at } else { nil }
+    }
+
+    static func queued(_ scheduler: Scheduler, _ name: String) -> JobRunner.Request? {
+        if case .queued(let request)? = scheduler.state(of: name) { request } else { nil }
+    }
+
     /// "name trigger slot attempt", for readable expectations.
     static func describe(_ requests: [JobRunner.Request]) -> [String] {
         requests.map { request in
@@ -84,18 +122,21 @@ struct SchedulerTests {
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
         let now = Self.at("2026-01-01T10:02:00Z")
         // Down from 09:00 (its last claimed slot): slots 09:05 … 10:00; 10:00 is caught up.
-        let missed = scheduler.catchUp(
-            a, lastLookedAfter: Self.at("2026-01-01T09:00:00Z"), installedAt: .distantPast, now: now)
+        let missed = Self.missed(
+            scheduler.catchUp(
+                a, lastLookedAfter: Self.at("2026-01-01T09:00:00Z"), installedAt: .distantPast, now: now))
         #expect(
             missed == .init(count: 11, first: Self.at("2026-01-01T09:05:00Z"), last: Self.at("2026-01-01T09:55:00Z")))
         // A year down, every second: still one run.
         let yearAgo = Self.at("2025-01-01T10:02:00Z")
-        let missedEverySecond = scheduler.catchUp(b, lastLookedAfter: yearAgo, installedAt: .distantPast, now: now)
+        let missedEverySecond = Self.missed(
+            scheduler.catchUp(b, lastLookedAfter: yearAgo, installedAt: .distantPast, now: now))
         #expect(missedEverySecond?.count == 365 * 86_400 - 1)
         #expect(missedEverySecond?.last == now.addingTimeInterval(-1))
         // Without catch_up the latest slot is missed too, and nothing runs.
-        let missedWithout = scheduler.catchUp(
-            c, lastLookedAfter: Self.at("2025-12-01T10:00:00Z"), installedAt: .distantPast, now: now)
+        let missedWithout = Self.missed(
+            scheduler.catchUp(
+                c, lastLookedAfter: Self.at("2025-12-01T10:00:00Z"), installedAt: .distantPast, now: now))
         #expect(missedWithout?.count == 31 * 24 * 12)
         #expect(missedWithout?.last == Self.at("2026-01-01T10:00:00Z"))
         let actions = scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)
@@ -114,21 +155,21 @@ struct SchedulerTests {
         let now = Self.at("2026-01-01T10:02:00Z")
         #expect(
             scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T10:00:00Z"), installedAt: .distantPast, now: now)
-                == nil)
+                .isEmpty)
         #expect(
             Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
                 .isEmpty)
         #expect(
             scheduler.catchUp(a, lastLookedAfter: Self.at("2026-01-01T09:55:00Z"), installedAt: .distantPast, now: now)
-                == nil)
+                .isEmpty)
         #expect(
             Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
                 == ["a catch-up 2026-01-01T10:00:00Z 1"])
         // Never ran: caught up when the schema was installed before the slot, with nothing to summarise.
         var fresh = Self.scheduler(jobs, now: "2026-01-01T10:02:00Z")
-        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2026-01-01T10:01:00Z"), now: now) == nil)
+        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2026-01-01T10:01:00Z"), now: now).isEmpty)
         #expect(fresh.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2025-01-01T00:00:00Z"), now: now) == nil)
+        #expect(fresh.catchUp(a, lastLookedAfter: nil, installedAt: Self.at("2025-01-01T00:00:00Z"), now: now).isEmpty)
         #expect(
             Self.describe(Self.starts(fresh.dispatch(now: now, freePlaces: .max, canRecord: true)))
                 == ["a catch-up 2026-01-01T10:00:00Z 1"])
@@ -139,21 +180,21 @@ struct SchedulerTests {
         let jobs = try Self.jobs(keep: ["send-temp-passwords", "leader-succession"])
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:00:30Z")
         let now = Self.at("2026-01-01T10:00:31Z")
-        scheduler.notified(channel: "something_else")
+        _ = scheduler.notified(channel: "something_else")
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
+        _ = scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.nextWake(now: now, freePlaces: .max, canRecord: true) == now)
         let first = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
         #expect(Self.describe(first) == ["send-temp-passwords notify - 1"])
         // A NOTIFY while it runs waits for the run to end.
-        scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
+        _ = scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        scheduler.finished(first[0], .succeeded, now: now)
+        _ = scheduler.finished(first[0], Self.succeeded, now: now)
         #expect(
             Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
                 == ["send-temp-passwords notify - 1"])
         // A new LISTEN connection may have missed NOTIFYs: every listening job runs once.
-        scheduler.listenReconnected()
+        _ = scheduler.listenReconnected()
         #expect(
             Self.describe(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)))
                 == ["leader-succession notify - 1"])
@@ -171,7 +212,7 @@ struct SchedulerTests {
         var attempts: [String] = Self.describe([request])
         while true {
             now = now.addingTimeInterval(1)
-            scheduler.finished(request, .failed, now: now)
+            _ = scheduler.finished(request, Self.failed, now: now)
             guard let wake = scheduler.nextWake(now: now, freePlaces: .max, canRecord: true),
                 wake < Self.at("2026-01-01T11:00:00Z")
             else { break }
@@ -188,12 +229,12 @@ struct SchedulerTests {
         let slotRun = try #require(
             Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
                 .first)
-        scheduler.finished(slotRun, .failed, now: late)
-        #expect(scheduler.states["a"]?.retry == nil)
+        _ = scheduler.finished(slotRun, Self.failed, now: late)
+        #expect(Self.retry(scheduler, "a") == nil)
         // A manual run is never retried.
         let manual = JobRunner.Request(job: slotRun.job, trigger: .manual)
-        scheduler.finished(manual, .failed, now: Self.at("2026-01-01T12:00:01Z"))
-        #expect(scheduler.states["a"]?.retry == nil)
+        _ = scheduler.finished(manual, Self.failed, now: Self.at("2026-01-01T12:00:01Z"))
+        #expect(Self.retry(scheduler, "a") == nil)
     }
 
     @Test("a slot that comes while the job still runs is recorded skipped, once, saying why")
@@ -222,7 +263,7 @@ struct SchedulerTests {
             skips.map { "\($0.job.name) \($0.slot) \($0.reason)" }.sorted() == [
                 "a 2026-01-01 10:02:00 +0000 previousRunStillGoing", "b 2026-01-01 10:01:00 +0000 noFreePlace",
             ])
-        #expect(scheduler.states["b"]?.queued?.slot == Self.at("2026-01-01T10:02:00Z"))
+        #expect(Self.queued(scheduler, "b")?.slot == Self.at("2026-01-01T10:02:00Z"))
     }
 
     @Test("skipped slots wait while nothing can record them, and when the database says they are not due yet")
@@ -230,10 +271,10 @@ struct SchedulerTests {
         var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")
         _ = scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
         #expect(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: 0, canRecord: false).isEmpty)
-        #expect(scheduler.pendingSkips.count == 1)
+        #expect(scheduler.hasSkipsToRecord)
         let skip = try #require(
             Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true)).first)
-        scheduler.skipNotDue(skip)
+        _ = scheduler.skipRecorded(skip, .slotNotDue)
         #expect(scheduler.nextWake(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true) == skip.slot)
         #expect(
             Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:02Z"), freePlaces: 0, canRecord: true)).count
@@ -249,12 +290,12 @@ struct SchedulerTests {
         let skip = try #require(
             Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
                 .first)
-        scheduler.previousRunEnded(before: skip)
+        _ = scheduler.skipRecorded(skip, .previousRunEnded)
         // Nothing starts before the run's end is handled: a job never overlaps itself.
         #expect(
             Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
                 .isEmpty)
-        scheduler.finished(run, .succeeded, now: Self.at("2026-01-01T10:02:01Z"))
+        _ = scheduler.finished(run, Self.succeeded, now: Self.at("2026-01-01T10:02:01Z"))
         #expect(
             scheduler.nextWake(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: .max, canRecord: true)
                 == Self.at("2026-01-01T10:02:01Z"))
@@ -272,10 +313,17 @@ struct SchedulerTests {
                 Self.skips(
                     scheduler.dispatch(now: Self.at("2026-01-01T10:\(minute):00Z"), freePlaces: .max, canRecord: true)
                 ).first)
-            scheduler.previousRunEnded(before: skip)
+            _ = scheduler.skipRecorded(skip, .previousRunEnded)
         }
-        #expect(scheduler.states["a"]?.queued?.slot == Self.at("2026-01-01T10:03:00Z"))
-        #expect(scheduler.pendingSkips.map { "\($0.slot) \($0.reason)" } == ["2026-01-01 10:02:00 +0000 noFreePlace"])
+        // Still running: the newer slot runs once the run's end is handled.
+        guard case .running(.run(let next))? = scheduler.state(of: "a") else {
+            Issue.record("no slot waits behind the run: \(String(describing: scheduler.state(of: "a")))")
+            return
+        }
+        #expect(next.slot == Self.at("2026-01-01T10:03:00Z"))
+        #expect(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:03:00Z"), freePlaces: .max, canRecord: true))
+                .map { "\($0.slot) \($0.reason)" } == ["2026-01-01 10:02:00 +0000 noFreePlace"])
     }
 
     @Test("a run that could not get a connection waits queued; a slot not yet due on the database is asked again")
@@ -283,12 +331,12 @@ struct SchedulerTests {
         var scheduler = Self.scheduler(try Self.jobs(Self.sqlJob("a", "@every 1m")), now: "2026-01-01T10:00:30Z")
         let now = Self.at("2026-01-01T10:01:00Z")
         let request = try #require(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first)
-        scheduler.couldNotStart(request)
+        _ = scheduler.couldNotStart(request)
         #expect(scheduler.runningCount == 0)
         let again = try #require(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first)
         #expect(again.slot == request.slot)
-        scheduler.finished(again, .slotNotDue, now: now)
-        #expect(scheduler.states["a"]?.nextSlot == request.slot)
+        _ = scheduler.finished(again, .success(.slotNotDue), now: now)
+        #expect(scheduler.nextSlot(of: "a") == request.slot)
     }
 
     // MARK: Deadline wake-ups
@@ -302,49 +350,49 @@ struct SchedulerTests {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        #expect(scheduler.deadlinesToAsk(now: start).map(\.name) == ["logout-inactive"])
-        scheduler.deadlineAnswered(
+        #expect(Self.deadlines(scheduler.deadlinesToAsk(now: start)) == ["logout-inactive"])
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 30), now: start)
         #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
-        let check = try #require(scheduler.states["logout-inactive"]?.deadlineCheck)
+        let check = try #require(Self.deadlineCheck(scheduler, "logout-inactive"))
         #expect(abs(check.timeIntervalSince(start) - 30.05) < 0.001)
-        scheduler.deadlineAnswered(
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
         let run = Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true))
         #expect(Self.describe(run) == ["logout-inactive deadline - 1"])
         // Done, no session active: look again idle_timeout later (a new session cannot be due before).
-        scheduler.finished(run[0], .succeeded, now: check)
-        #expect(scheduler.deadlinesToAsk(now: check).count == 1)
-        scheduler.deadlineAnswered(
+        _ = scheduler.finished(run[0], Self.succeeded, now: check)
+        #expect(Self.deadlines(scheduler.deadlinesToAsk(now: check)) == ["logout-inactive"])
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil), now: check)
-        #expect(scheduler.states["logout-inactive"]?.deadlineCheck == check.addingTimeInterval(600))
+        #expect(Self.deadlineCheck(scheduler, "logout-inactive") == check.addingTimeInterval(600))
         // A check that would come after the next slot (11:00) is left to the slot.
-        scheduler.deadlineAnswered(
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: nil),
             now: Self.at("2026-01-01T10:55:00Z"))
-        #expect(scheduler.states["logout-inactive"]?.deadlineCheck == nil)
+        #expect(Self.deadlineCheck(scheduler, "logout-inactive") == nil)
     }
 
     /// Runs the policy as the daemon would for `duration`, every run ending at once
     /// with `end`, the deadline query always answering "due now" (a locked idle
     /// session, or a revocation that fails). Returns the runs started.
     static func simulateStuckDeadline(
-        end: Scheduler.RunEnd, from start: Date, for duration: TimeInterval
+        end: Result<RunOutcome, any Error>, from start: Date, for duration: TimeInterval
     ) throws -> [JobRunner.Request] {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
         var now = start
         var started: [JobRunner.Request] = []
         for _ in 0..<10_000 {
-            for job in scheduler.deadlinesToAsk(now: now) {
+            for case .askDeadline(let job, let since) in scheduler.deadlinesToAsk(now: now) {
                 // The session was due before any run started: stuck after a run, new work before the first.
-                let stuck = scheduler.lastStart(of: job) != nil
-                scheduler.deadlineAnswered(
+                let stuck = since != nil
+                _ = scheduler.deadlineAnswered(
                     job, DeadlineAnswer(stuck: stuck, secondsUntilNext: stuck ? nil : -5), now: now)
             }
             for request in Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)) {
                 started.append(request)
-                scheduler.finished(request, end, now: now.addingTimeInterval(0.02))
+                _ = scheduler.finished(request, end, now: now.addingTimeInterval(0.02))
             }
             guard let wake = scheduler.nextWake(now: now, freePlaces: .max, canRecord: true) else { break }
             now = max(wake, now.addingTimeInterval(0.001))
@@ -355,10 +403,11 @@ struct SchedulerTests {
 
     @Test(
         "an idle session that stays locked, or a revocation that always fails: 1 + max_retries runs per slot, never a loop",
-        arguments: [Scheduler.RunEnd.succeeded, .failed])
-    func stuckDeadlineDoesNotSpin(end: Scheduler.RunEnd) throws {
+        arguments: [false, true])
+    func stuckDeadlineDoesNotSpin(failing: Bool) throws {
         let start = Self.at("2026-01-01T10:00:30Z")
-        let runs = try Self.simulateStuckDeadline(end: end, from: start, for: 3600 + 1800)
+        let runs = try Self.simulateStuckDeadline(
+            end: failing ? Self.failed : Self.succeeded, from: start, for: 3600 + 1800)
         // Until 11:00: the first deadline run and three retries; from 11:00: the slot and three retries.
         #expect(
             Self.describe(runs) == [
@@ -377,7 +426,7 @@ struct SchedulerTests {
         let job = try Self.job("logout-inactive", jobs)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
+        _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
         var now = start
         var runs: [String] = []
         // Sessions keep going idle every 20 ms: each run finds the next one due already.
@@ -386,11 +435,11 @@ struct SchedulerTests {
             runs += Self.describe(run)
             #expect(scheduler.lastStart(of: job) == now)
             now = now.addingTimeInterval(0.1)
-            scheduler.finished(run[0], .succeeded, now: now)
-            scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: false, secondsUntilNext: -0.05), now: now)
+            _ = scheduler.finished(run[0], Self.succeeded, now: now)
+            _ = scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: false, secondsUntilNext: -0.05), now: now)
         }
         #expect(runs == Array(repeating: "logout-inactive deadline - 1", count: 3))
-        #expect(scheduler.states[job.name]?.retry == nil)
+        #expect(Self.retry(scheduler, job.name) == nil)
         // Now one session stays locked: retries, and the new work's runs count as the next attempts, up to max_retries.
         var attempts: [String] = []
         for _ in 0..<10 {
@@ -399,15 +448,15 @@ struct SchedulerTests {
             }
             attempts += Self.describe([run])
             now = now.addingTimeInterval(0.1)
-            scheduler.finished(run, .succeeded, now: now)
-            scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: true, secondsUntilNext: -0.05), now: now)
+            _ = scheduler.finished(run, Self.succeeded, now: now)
+            _ = scheduler.deadlineAnswered(job, DeadlineAnswer(stuck: true, secondsUntilNext: -0.05), now: now)
         }
         #expect(
             attempts == [
                 "logout-inactive deadline - 1", "logout-inactive deadline - 2", "logout-inactive deadline - 3",
                 "logout-inactive deadline - 4",
             ])
-        #expect(scheduler.states[job.name]?.deadlineCheck == nil && scheduler.states[job.name]?.retry == nil)
+        #expect(Self.deadlineCheck(scheduler, job.name) == nil && Self.retry(scheduler, job.name) == nil)
         // The next slot gives a fresh budget.
         let slot = Self.starts(
             scheduler.dispatch(now: Self.at("2026-01-01T11:00:00Z"), freePlaces: .max, canRecord: true))
@@ -419,16 +468,16 @@ struct SchedulerTests {
         let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        scheduler.deadlineAnswered(
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: start)
         let first = Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true))
-        scheduler.finished(first[0], .failed, now: start)
+        _ = scheduler.finished(first[0], Self.failed, now: start)
         // The failure was elsewhere: nothing is due, the next deadline is in 2 s; the retry in 10 s.
-        scheduler.deadlineAnswered(
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 2), now: start)
         let check = start.addingTimeInterval(2.05)
         #expect(scheduler.nextWake(now: start, freePlaces: .max, canRecord: true) == check)
-        scheduler.deadlineAnswered(
+        _ = scheduler.deadlineAnswered(
             try Self.job("logout-inactive", jobs), DeadlineAnswer(secondsUntilNext: 0), now: check)
         #expect(
             Self.describe(Self.starts(scheduler.dispatch(now: check, freePlaces: .max, canRecord: true)))
@@ -450,7 +499,7 @@ struct SchedulerTests {
         let one = Self.starts(scheduler.dispatch(now: slot, freePlaces: .max, canRecord: true))
         #expect(one.count == 1)
         #expect(Self.starts(scheduler.dispatch(now: slot, freePlaces: .max, canRecord: true)).isEmpty)
-        scheduler.finished(one[0], .succeeded, now: slot)
+        _ = scheduler.finished(one[0], Self.succeeded, now: slot)
         #expect(scheduler.deadlinesToAsk(now: slot).isEmpty)
         #expect(Self.starts(scheduler.dispatch(now: slot, freePlaces: .max, canRecord: true)).count == 1)
     }
@@ -467,19 +516,180 @@ struct SchedulerTests {
         let run = Self.starts(
             scheduler.dispatch(now: Self.at("2026-01-01T10:05:00Z"), freePlaces: .max, canRecord: true))
         for request in run where request.job.name == "c" { Issue.record("c ran: \(request)") }
-        for request in run { scheduler.finished(request, .failed, now: Self.at("2026-01-01T10:05:01Z")) }
-        #expect(scheduler.states["b"]?.retry != nil)
+        for request in run { _ = scheduler.finished(request, Self.failed, now: Self.at("2026-01-01T10:05:01Z")) }
+        #expect(Self.retry(scheduler, "b") != nil)
         let after = try Self.jobs(
             Self.sqlJob("a", "*/7 * * * *") + Self.sqlJob("b", "*/5 * * * *", "enabled = false")
                 + Self.sqlJob("c", "@hourly") + Self.sqlJob("d", "@every 30s"))
         let now = Self.at("2026-01-01T10:06:00Z")
-        scheduler.reload(jobs: after, maxConcurrentJobs: 3, now: now)
-        #expect(scheduler.states["a"]?.nextSlot == Self.at("2026-01-01T10:07:00Z"))
-        #expect(scheduler.states["b"]?.nextSlot == nil && scheduler.states["b"]?.retry == nil)
-        #expect(scheduler.states["c"]?.nextSlot == Self.at("2026-01-01T11:00:00Z"))
-        #expect(scheduler.states["d"]?.nextSlot == Self.at("2026-01-01T10:06:30Z"))
+        _ = scheduler.reload(jobs: after, maxConcurrentJobs: 3, now: now)
+        #expect(scheduler.nextSlot(of: "a") == Self.at("2026-01-01T10:07:00Z"))
+        #expect(scheduler.nextSlot(of: "b") == nil && Self.retry(scheduler, "b") == nil)
+        #expect(scheduler.nextSlot(of: "c") == Self.at("2026-01-01T11:00:00Z"))
+        #expect(scheduler.nextSlot(of: "d") == Self.at("2026-01-01T10:06:30Z"))
         #expect(scheduler.maxConcurrentJobs == 3)
         #expect(scheduler.jobs.map(\.name) == ["a", "c", "d"])
+    }
+
+    // MARK: State transitions not covered above
+
+    @Test("a NOTIFY while a retry waits: the job runs soon as notify, or as that retry when it has come due by then")
+    func notifyWhileARetryWaits() throws {
+        let jobs = try Self.jobs(keep: ["send-temp-passwords"])
+        let channel = try #require(BuiltInJob.sendTempPasswords.notifyChannel)
+        var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:00:30Z")
+        var now = Self.at("2026-01-01T10:01:00Z")
+        let first = try #require(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first)
+        #expect(
+            Self.retriesPlanned(scheduler.finished(first, Self.failed, now: now))
+                == ["send-temp-passwords 2 runFailed"])
+        guard case .waitingForRetry(let retry)? = scheduler.state(of: "send-temp-passwords") else {
+            Issue.record("not waiting for its retry: \(String(describing: scheduler.state(of: "send-temp-passwords")))")
+            return
+        }
+        // waiting for a retry → notified (the retry kept): before the retry's time, a notify run.
+        _ = scheduler.notified(channel: channel)
+        #expect(Self.retry(scheduler, "send-temp-passwords") == retry)
+        now = now.addingTimeInterval(1)
+        let notifyRun = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
+        #expect(Self.describe(notifyRun) == ["send-temp-passwords notify - 1"])
+        // notified, with the retry come due by the dispatch → queued as that retry.
+        _ = scheduler.finished(notifyRun[0], Self.failed, now: now)
+        _ = scheduler.notified(channel: channel)
+        let due = try #require(Self.retry(scheduler, "send-temp-passwords")).at
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: due, freePlaces: .max, canRecord: true)))
+                == ["send-temp-passwords retry - 2"])
+        // A NOTIFY while queued changes nothing: the queued run does the work.
+        var full = Self.scheduler(jobs, maxConcurrentJobs: 0, now: "2026-01-01T10:00:30Z")
+        _ = full.notified(channel: channel)
+        _ = full.dispatch(now: Self.at("2026-01-01T10:00:31Z"), freePlaces: .max, canRecord: true)
+        _ = full.notified(channel: channel)
+        #expect(Self.queued(full, "send-temp-passwords")?.trigger == .notify)
+    }
+
+    @Test("a slot replaces a waiting retry or NOTIFY: the slot's run does their work")
+    func slotReplacesRetryAndNotify() throws {
+        let jobs = try Self.jobs(keep: ["send-temp-passwords"])
+        var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:00:30Z")
+        let run = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        _ = scheduler.finished(run, Self.failed, now: Self.at("2026-01-01T10:01:55Z"))
+        #expect(Self.retry(scheduler, "send-temp-passwords") == nil, "the retry would come after the next slot")
+        _ = scheduler.finished(run, Self.failed, now: Self.at("2026-01-01T10:01:01Z"))
+        #expect(Self.retry(scheduler, "send-temp-passwords") == nil, "an end for a job not running is ignored")
+        // running → waiting for a retry, then → queued by the slot.
+        let again = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        _ = scheduler.finished(again, Self.failed, now: Self.at("2026-01-01T10:02:01Z"))
+        #expect(Self.retry(scheduler, "send-temp-passwords")?.attempt == 2)
+        #expect(
+            Self.describe(
+                Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:03:00Z"), freePlaces: 0, canRecord: true))
+            )
+            .isEmpty)
+        #expect(Self.queued(scheduler, "send-temp-passwords")?.trigger == .schedule)
+        // notified → queued by the slot.
+        var notified = Self.scheduler(jobs, maxConcurrentJobs: 0, now: "2026-01-01T10:00:30Z")
+        _ = notified.notified(channel: try #require(BuiltInJob.sendTempPasswords.notifyChannel))
+        _ = notified.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
+        #expect(Self.queued(notified, "send-temp-passwords")?.slot == Self.at("2026-01-01T10:01:00Z"))
+    }
+
+    @Test("a slot found to run after the run's end was handled (recorded late, low-footprint): queued at once")
+    func endedSlotAfterTheEndIsHandled() throws {
+        var scheduler = Self.scheduler(
+            try Self.jobs(Self.sqlJob("a", "@every 1m")), maxConcurrentJobs: 1, deadlineChecks: false,
+            now: "2026-01-01T10:00:30Z")
+        let run = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        // The connection is lent: the slot waits to be recorded; the run ends first.
+        #expect(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: 0, canRecord: false).isEmpty)
+        _ = scheduler.finished(run, Self.succeeded, now: Self.at("2026-01-01T10:02:01Z"))
+        #expect(scheduler.runningCount == 0)
+        let skip = try #require(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:01Z"), freePlaces: 0, canRecord: true)).first)
+        _ = scheduler.skipRecorded(skip, .previousRunEnded)
+        #expect(Self.queued(scheduler, "a")?.slot == Self.at("2026-01-01T10:02:00Z"))
+        // Recorded: nothing changes; the database failing: the slot waits for the next dispatch.
+        _ = scheduler.skipRecorded(skip, .skipped(runID: 7))
+        #expect(!scheduler.hasSkipsToRecord)
+        _ = scheduler.skipsNotRecorded([skip])
+        #expect(scheduler.hasSkipsToRecord)
+    }
+
+    @Test(
+        "deadline answers: ignored while a run is queued or going; a stuck run that succeeded plans a retry and says so; a retry outlives a far deadline"
+    )
+    func deadlineAnswerTransitions() throws {
+        let jobs = try Self.jobs(keep: ["logout-inactive"], Self.logout)
+        let job = try Self.job("logout-inactive", jobs)
+        let start = Self.at("2026-01-01T10:00:30Z")
+        var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
+        #expect(Self.deadlineCheck(scheduler, job.name) == start)
+        _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
+        // queued: another answer changes nothing.
+        _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: nil), now: start)
+        #expect(Self.queued(scheduler, job.name)?.trigger == .deadline)
+        let run = try #require(Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true)).first)
+        // running: ignored too.
+        #expect(scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start).isEmpty)
+        #expect(scheduler.state(of: job.name)?.isRunning == true)
+        // running → waiting for the deadline, asked with the run's start.
+        _ = scheduler.finished(run, Self.succeeded, now: start.addingTimeInterval(1))
+        let asks = scheduler.deadlinesToAsk(now: start.addingTimeInterval(1))
+        guard case .askDeadline(_, let since)? = asks.first else {
+            Issue.record("no deadline query asked after the run: \(asks)")
+            return
+        }
+        #expect(since == start)
+        // Stuck after a successful run: waiting for the deadline, with a retry planned (and logged).
+        let planned = scheduler.deadlineAnswered(
+            job, DeadlineAnswer(stuck: true, secondsUntilNext: nil), now: start.addingTimeInterval(1))
+        #expect(Self.retriesPlanned(planned) == ["logout-inactive 2 workStillDue"])
+        #expect(Self.deadlineCheck(scheduler, job.name) == start.addingTimeInterval(601))
+        #expect(Self.retry(scheduler, job.name)?.attempt == 2)
+        // A deadline check past the next slot is dropped; the retry still waits.
+        _ = scheduler.deadlineAnswered(
+            job, DeadlineAnswer(secondsUntilNext: nil), now: Self.at("2026-01-01T10:55:00Z"))
+        guard case .waitingForRetry(let retry)? = scheduler.state(of: job.name) else {
+            Issue.record("the retry was lost: \(String(describing: scheduler.state(of: job.name)))")
+            return
+        }
+        #expect(retry.attempt == 2)
+        // A reload asks the deadline again at once, keeping the retry.
+        _ = scheduler.reload(jobs: jobs, maxConcurrentJobs: 2, now: Self.at("2026-01-01T10:55:01Z"))
+        #expect(Self.deadlineCheck(scheduler, job.name) == Self.at("2026-01-01T10:55:01Z"))
+        #expect(Self.retry(scheduler, job.name) == retry)
+    }
+
+    @Test(
+        "reload: queued runs take the new configuration; a disabled job that runs ends normally; a newly enabled deadline job asks at once"
+    )
+    func reloadTransitions() throws {
+        let before = try Self.jobs(Self.sqlJob("a", "@every 1m", "max_retries = 1") + Self.sqlJob("b", "@every 1m"))
+        var scheduler = Self.scheduler(before, maxConcurrentJobs: 1, now: "2026-01-01T10:00:30Z")
+        let actions = scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
+        let run = try #require(Self.starts(actions).first)
+        #expect(run.job.name == "a")
+        let after = try Self.jobs(
+            keep: ["logout-inactive"],
+            Self.logout + Self.sqlJob("a", "@every 1m", "enabled = false")
+                + Self.sqlJob("b", "@every 1m", "max_retries = 5"))
+        _ = scheduler.reload(jobs: after, maxConcurrentJobs: 1, now: Self.at("2026-01-01T10:01:01Z"))
+        #expect(Self.queued(scheduler, "b")?.job.maxRetries == 5)
+        #expect(scheduler.state(of: "a")?.isRunning == true)
+        #expect(Self.deadlineCheck(scheduler, "logout-inactive") == Self.at("2026-01-01T10:01:01Z"))
+        // The disabled job's run ends: nothing follows it, not even a retry.
+        #expect(scheduler.finished(run, Self.failed, now: Self.at("2026-01-01T10:01:02Z")).isEmpty)
+        guard case .idle? = scheduler.state(of: "a") else {
+            Issue.record("a disabled job is not idle after its run: \(String(describing: scheduler.state(of: "a")))")
+            return
+        }
+        #expect(scheduler.runningCount == 0)
     }
 
     // MARK: DST
@@ -495,7 +705,7 @@ struct SchedulerTests {
             now = wake
             for request in Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)) {
                 slots += Self.describe([request])
-                scheduler.finished(request, .succeeded, now: now)
+                _ = scheduler.finished(request, Self.succeeded, now: now)
             }
         }
         #expect(
@@ -508,7 +718,7 @@ struct SchedulerTests {
             scheduler.nextWake(now: Self.at("2026-10-24T12:00:00Z"), freePlaces: .max, canRecord: true)
                 == Self.at("2026-10-25T00:30:00Z"))
         _ = scheduler.dispatch(now: Self.at("2026-10-25T00:30:00Z"), freePlaces: .max, canRecord: true)
-        #expect(scheduler.states["a"]?.nextSlot == Self.at("2026-10-26T01:30:00Z"))
+        #expect(scheduler.nextSlot(of: "a") == Self.at("2026-10-26T01:30:00Z"))
     }
 }
 

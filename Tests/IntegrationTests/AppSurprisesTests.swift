@@ -147,7 +147,7 @@ import Testing
         // The run gets an OS thread of its own: on a loaded 2-core machine the cooperative
         // pool can be busy with other tests' blocking calls for longer than this test waits.
         let database = db
-        let outcome = Mutex<Result<JobRunner.Outcome, any Error>?>(nil)
+        let outcome = Mutex<Result<RunOutcome, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let result = Result {

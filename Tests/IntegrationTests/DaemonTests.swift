@@ -144,11 +144,15 @@ import Glibc
         let connection = try TemporaryPostgres.shared.connect(database: db.name)
         // As if the scheduler's estimate of the database clock ran 200 ms ahead.
         let soon = Date(timeIntervalSince1970: try Self.now(db) + 0.2)
-        #expect(throws: JobRunner.SlotNotDue.self) {
-            try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: soon), on: connection)
+        let run = try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: soon), on: connection)
+        guard case .slotNotDue = run else {
+            Issue.record("a slot not due yet was not answered as such: \(run)")
+            return
         }
-        #expect(throws: JobRunner.SlotNotDue.self) {
-            try runner.recordSkippedSlot(job: job, slot: soon, reason: .noFreePlace, on: connection)
+        let skip = try runner.recordSkippedSlot(job: job, slot: soon, reason: .noFreePlace, on: connection)
+        guard case .slotNotDue = skip else {
+            Issue.record("a slot not due yet was not answered as such when recording it skipped: \(skip)")
+            return
         }
         #expect(try db.count("SELECT count(*) FROM caretaker.job_slots") == 0)
         #expect(try db.count("SELECT count(*) FROM caretaker.job_runs") == 0)

@@ -31,7 +31,7 @@ import Testing
 
     /// Runs logout-inactive with `batch_size = 1`; the worker starts shutting down at
     /// the `stopAt`-th time the run asks (1: before the first batch).
-    func runLogoutInactive(stopAt: Int) throws -> JobRunner.Outcome {
+    func runLogoutInactive(stopAt: Int) throws -> RunOutcome {
         let configuration = try db.configuration("[jobs.logout-inactive]\nbatch_size = 1\nbatch_pause = \"0s\"\n")
         let job = try #require(configuration.job(named: "logout-inactive"))
         let asked = Atomic<Int>(0)

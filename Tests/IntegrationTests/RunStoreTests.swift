@@ -68,20 +68,15 @@ import Testing
             if case .skipped = outcome { return true }
             return false
         }
-        func ended(at seconds: Double) -> Bool {
-            do {
-                _ = try runner.recordSkippedSlot(
-                    job: job, slot: Date(timeIntervalSince1970: seconds), on: db.connection)
-                return false
-            } catch let error as JobRunner.PreviousRunEnded {
-                return error.slot == Date(timeIntervalSince1970: seconds)
-            } catch {
-                return false
-            }
+        func ended(at seconds: Double) throws -> Bool {
+            let outcome = try runner.recordSkippedSlot(
+                job: job, slot: Date(timeIntervalSince1970: seconds), on: db.connection)
+            if case .previousRunEnded = outcome { return true }
+            return false
         }
 
         // No run ever: nothing was going.
-        #expect(ended(at: try now() - 30))
+        #expect(try ended(at: try now() - 30))
         // A run that is going: a slot that came meanwhile is skipped.
         let runID = try store.startRun(job: "tick", trigger: .schedule, slot: nil, dryRun: false, attempt: 1)
         #expect(try skip(at: try now() - 20))
@@ -91,7 +86,7 @@ import Testing
         Thread.sleep(forTimeInterval: 0.02)
         #expect(try skip(at: beforeEnd))
         let afterEnd = try now() - 0.001
-        #expect(ended(at: afterEnd))
+        #expect(try ended(at: afterEnd))
         // Nothing was claimed for it: the run that takes it instead finds it free.
         #expect(try store.claimSlot(Date(timeIntervalSince1970: afterEnd), job: "tick") == .claimed)
         // Another session holds the job's lock (a run between taking it and its row): skipped.
@@ -99,7 +94,7 @@ import Testing
         #expect(try RunStore(holder).tryLock(job: "tick"))
         #expect(try skip(at: try now() - 0.001))
         RunStore(holder).unlock(job: "tick")
-        #expect(ended(at: try now() - 0.001))
+        #expect(try ended(at: try now() - 0.001))
     }
 
     @Test("finishing a run with releasingLock lets go of the job's lock in that statement; without, the lock stays")

@@ -9,6 +9,11 @@ import Foundation
 /// The database clock, read once and carried forward with the monotonic clock,
 /// so the scheduler can sleep without asking the server every time and without
 /// ever trusting the host's wall clock (every time decision uses the database's clock).
+///
+/// Carried forward from when the reading arrived, it stays behind the server's clock
+/// (by the reply's way back): a slot the scheduler finds due on a fresh reading is
+/// due on the server when its run claims it, so "not due yet" is decided once, here,
+/// before a connection or a thread is taken.
 struct ClockEstimate: Sendable {
     private var databaseTime: Date
     private var readAt: ContinuousClock.Instant
@@ -20,15 +25,13 @@ struct ClockEstimate: Sendable {
 
     /// Re-reads the server's clock.
     mutating func refresh(_ connection: Connection) throws {
-        let before = ContinuousClock.now
         let serverTime = try DatabaseClock.now(connection)
-        // Credit half the round trip, so the estimate is centred on the reading.
-        let after = ContinuousClock.now
+        // No credit for the round trip: the estimate must never run ahead of the server.
         databaseTime = serverTime
-        readAt = before + (after - before) / 2
+        readAt = .now
     }
 
-    /// The database's "now", estimated.
+    /// The database's "now", estimated (never ahead of it, but for the server's clock stepping back).
     var now: Date {
         databaseTime.addingTimeInterval((ContinuousClock.now - readAt).seconds)
     }

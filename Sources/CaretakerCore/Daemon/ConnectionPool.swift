@@ -34,10 +34,8 @@ final class ConnectionPool {
 
     let lowFootprint: Bool
     let logger: Logger
-    /// Opens a connection to the configured database (a reload may change it).
-    var open: () throws -> Connection
-    /// Makes a fresh scheduler connection ready (schema check, LISTEN, …).
-    var prepare: (Connection) throws -> Void
+    /// Opens connections to the configured database (a reload replaces it).
+    var connector: DatabaseConnector
 
     /// The scheduler's connection, when it is open and not lent.
     private(set) var control: Connection?
@@ -50,14 +48,10 @@ final class ConnectionPool {
     /// While the database is unreachable: when to try again, and how long the next wait is.
     private(set) var reconnect: ReconnectBackoff?
 
-    init(
-        lowFootprint: Bool, logger: Logger, open: @escaping () throws -> Connection,
-        prepare: @escaping (Connection) throws -> Void
-    ) {
+    init(lowFootprint: Bool, logger: Logger, connector: DatabaseConnector) {
         self.lowFootprint = lowFootprint
         self.logger = logger
-        self.open = open
-        self.prepare = prepare
+        self.connector = connector
     }
 
     /// Places for runs the connections allow (low-footprint mode: none while its one connection is lent).
@@ -70,27 +64,45 @@ final class ConnectionPool {
 
     // MARK: The scheduler's connection
 
-    /// The scheduler's connection, connecting first when there is none and the
-    /// backoff allows an attempt now; nil otherwise (and while it is lent).
-    func ensureControl() -> Connection? {
+    /// The scheduler's connection as it can be had now.
+    enum ControlConnection {
+        /// Open and ready.
+        case ready(Connection)
+        /// Just opened: the daemon prepares it (schema check, LISTEN, …), then hands it to
+        /// `controlPrepared`, or its error to `controlNotPrepared`.
+        case fresh(Connection)
+        /// None now: lent, or the backoff allows no connection attempt yet (or this one failed).
+        case unavailable
+    }
+
+    /// The scheduler's connection, opening one when there is none and the backoff
+    /// allows an attempt now.
+    func takeControl() -> ControlConnection {
         if let control {
             // After a statement timeout the connection waits out its backoff, then is tried again.
-            guard let reconnect else { return control }
-            if reconnect.at > .now { return nil }
+            guard let reconnect else { return .ready(control) }
+            if reconnect.at > .now { return .unavailable }
             self.reconnect = nil
-            return control
+            return .ready(control)
         }
-        guard !controlLent, !isBackingOff else { return nil }
+        guard !controlLent, !isBackingOff else { return .unavailable }
         do {
-            let connection = try openConnection()
-            try prepare(connection)
-            control = connection
-            reachable()
-            return connection
+            return .fresh(try openConnection())
         } catch {
             unreachable(error)
-            return nil
+            return .unavailable
         }
+    }
+
+    /// The daemon made a fresh connection (from `takeControl`) ready: it is the scheduler's now.
+    func controlPrepared(_ connection: Connection) {
+        control = connection
+        reachable()
+    }
+
+    /// The daemon could not make a fresh connection ready: it is closed, and the next attempt waits.
+    func controlNotPrepared(_ error: any Error) {
+        unreachable(error)
     }
 
     private var isBackingOff: Bool { reconnect.map { $0.at > .now } ?? false }
@@ -109,7 +121,7 @@ final class ConnectionPool {
     /// releases the run's advisory lock, so the next instance can mark the run
     /// `interrupted` at once. Older servers refuse that setting; it only costs the speed-up.
     private func openConnection() throws -> Connection {
-        let connection = try open()
+        let connection = try connector.connect(applicationName: "caretaker")
         try connection.query("SELECT set_config('statement_timeout', $1, false)", Self.bookkeepingStatementTimeout)
         _ = try? connection.query("SET client_connection_check_interval = '1s'")
         return connection
@@ -181,12 +193,13 @@ final class ConnectionPool {
     // MARK: Connections for runs
 
     /// A connection for one run: an idle or new one in normal mode; in
-    /// low-footprint mode the single one, lent until the run gives it back. Nil when
-    /// the database cannot be reached (the backoff then plans the next attempt).
+    /// low-footprint mode the scheduler's (the daemon makes sure it is there), lent
+    /// until the run gives it back. Nil when the database cannot be reached (the
+    /// backoff then plans the next attempt).
     func borrow() -> Connection? {
         let connection: Connection?
         if lowFootprint {
-            connection = ensureControl()
+            connection = reconnect == nil ? control : nil
             if connection != nil {
                 control = nil
                 controlLent = true

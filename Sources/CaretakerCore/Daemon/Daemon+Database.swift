@@ -2,6 +2,33 @@ import Logging
 import Postgres
 
 extension Daemon {
+    /// The scheduler's connection: the pool's, or a fresh one made ready here first
+    /// (`prepare`); nil while none can be had (lent, or the database unreachable: the
+    /// pool's backoff plans the next attempt).
+    func ensureControl() -> Connection? {
+        switch pool.takeControl() {
+        case .ready(let connection):
+            return connection
+        case .fresh(let connection):
+            do {
+                try prepare(connection)
+            } catch {
+                pool.controlNotPrepared(error)
+                return nil
+            }
+            pool.controlPrepared(connection)
+            return connection
+        case .unavailable:
+            return nil
+        }
+    }
+
+    /// A connection for one run (low-footprint mode: the scheduler's, opened and made ready first).
+    func borrowConnection() -> Connection? {
+        if lowFootprint, ensureControl() == nil { return nil }
+        return pool.borrow()
+    }
+
     /// Checks the schema, reads the clock, rescues runs of dead processes and
     /// LISTENs. After a gap (any connection but the first) NOTIFYs may have been
     /// missed, so the jobs that listen run once to pick them up.
@@ -15,7 +42,7 @@ extension Daemon {
         }
         if !lowFootprint {
             try listen(on: connection)
-            if connectedBefore { scheduler.listenReconnected() }
+            if connectedBefore { carryOut(scheduler.listenReconnected()) }
         }
         connectedBefore = true
     }
@@ -36,7 +63,7 @@ extension Daemon {
         do {
             let notifications = try control.waitForNotifications(timeout: .zero)
             for notification in notifications {
-                scheduler.notified(channel: notification.channel)
+                carryOut(scheduler.notified(channel: notification.channel))
             }
             return !notifications.isEmpty
         } catch {
@@ -48,7 +75,7 @@ extension Daemon {
     /// Low-footprint mode: close the connection when the next run is more than
     /// `idle_disconnect` away (watchdog pings do not count: they need no database).
     func releaseIdleConnectionIfFar() {
-        guard lowFootprint, pool.control != nil, scheduler.pendingSkips.isEmpty else { return }
+        guard lowFootprint, pool.control != nil, !scheduler.hasSkipsToRecord else { return }
         if let wait = timeUntilNextRun(), wait <= configuration.worker.idleDisconnect { return }
         pool.closeIdleControl()
     }

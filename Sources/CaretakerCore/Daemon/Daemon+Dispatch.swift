@@ -16,41 +16,20 @@ extension Daemon {
         scheduler = Scheduler(
             jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs,
             deadlineChecks: !lowFootprint, now: clock.now)
-        guard let control = pool.ensureControl() else { return }
-        for job in scheduler.jobs {
+        guard let control = ensureControl() else { return }
+        for job in configuration.jobs where job.enabled {
             do {
-                let (lastLookedAfter, installedAt) = try history(of: job, on: control)
+                let installedAt = try Migrator.installedAt(on: control) ?? Date(timeIntervalSince1970: 0)
+                let lastLookedAfter = try RunStore(control).lastLookedAfter(job: job.name)
                 guard
-                    let missed = scheduler.catchUp(
-                        job, lastLookedAfter: lastLookedAfter, installedAt: installedAt,
-                        now: clock.now)
-                else { continue }
-                if try runner.recordMissedSlots(
-                    job: job, first: missed.first, last: missed.last, count: missed.count,
-                    on: control)
-                {
-                    logger.warning(
-                        "slots missed while no worker ran",
-                        metadata: [
-                            "job": "\(job.name)", "missed_slots": "\(missed.count)",
-                            "first_missed": "\(missed.first)", "last_missed": "\(missed.last)",
-                        ])
-                }
+                    carryOut(
+                        scheduler.catchUp(
+                            job, lastLookedAfter: lastLookedAfter, installedAt: installedAt, now: clock.now))
+                else { return }
             } catch {
                 return pool.controlFailed(error)
             }
         }
-    }
-
-    /// Until when some worker looked after `job` (its latest claimed slot, or its
-    /// latest run's slot or start; nil when it never ran), and when caretaker's schema was installed.
-    private func history(of job: JobConfiguration, on connection: Connection) throws -> (Date?, Date) {
-        let installed = try connection.query(
-            """
-            SELECT extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed
-            """
-        ).first?.double("installed")
-        return (try RunStore(connection).lastLookedAfter(job: job.name), Date(timeIntervalSince1970: installed ?? 0))
     }
 
     // MARK: Dispatch
@@ -64,110 +43,115 @@ extension Daemon {
             // Low-footprint mode: the only connection is running a job, so nothing
             // can start; still move the slots on, so that a slot of the running job
             // is remembered as skipped (recorded when the connection is back).
-            _ = scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: false)
+            carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: false))
             return
         }
-        guard let control = pool.ensureControl() else { return }
-        // Decide on a fresh reading of the database clock, not on the estimate alone.
+        guard let control = ensureControl() else { return }
+        // Decide on a fresh reading of the database clock, not on the estimate alone:
+        // the reading is a lower bound of the server's clock, so a slot found due here
+        // is due when its run claims it.
         do { try clock.refresh(control) } catch { return pool.controlFailed(error) }
-        guard askDeadlines(on: control) else { return }
+        guard carryOut(scheduler.deadlinesToAsk(now: clock.now)) else { return }
         carryOut(
             scheduler.dispatch(
                 now: clock.now, freePlaces: pool.placesFree, canRecord: true,
-                stopping: stopRequested.load(ordering: .relaxed)), control: control)
+                stopping: stopRequested.load(ordering: .relaxed)))
     }
 
-    /// Asks the deadline queries that are due; false when the database failed.
-    private func askDeadlines(on control: Connection) -> Bool {
-        let schema = quoteIdentifier(configuration.database.appSchema)
-        for job in scheduler.deadlinesToAsk(now: clock.now) {
-            guard let query = job.wakeups.nextDeadline else { continue }
-            do {
-                let answer = try query(control, schema, scheduler.lastStart(of: job))
-                let retryBefore = scheduler.states[job.name]?.retry?.attempt
-                scheduler.deadlineAnswered(job, answer, now: clock.now)
-                logRetryIfPlanned(job, before: retryBefore, reason: "its work is still due after the run")
-            } catch {
-                pool.controlFailed(error)
-                return false
+    // MARK: Carrying out
+
+    /// Carries out the scheduler's actions in order, reporting each result back to
+    /// the scheduler as an event (whose actions are carried out in turn). False when
+    /// the scheduler's connection failed on the way (the rest that needed it waits).
+    @discardableResult
+    func carryOut(_ actions: [Scheduler.Action]) -> Bool {
+        var databaseWorked = true
+        for action in actions {
+            switch action {
+            case .start(let request):
+                start(request)
+            case .recordSkipped(let skip):
+                guard databaseWorked, let control = pool.control else {
+                    carryOut(scheduler.skipsNotRecorded([skip]))
+                    continue
+                }
+                do {
+                    let outcome = try runner.recordSkippedSlot(
+                        job: skip.job, slot: skip.slot, reason: skip.reason, on: control)
+                    carryOut(scheduler.skipRecorded(skip, outcome))
+                } catch {
+                    carryOut(scheduler.skipsNotRecorded([skip]))
+                    pool.controlFailed(error)
+                    databaseWorked = false
+                }
+            case .askDeadline(let job, let since):
+                guard databaseWorked, let control = pool.control, let query = job.wakeups.nextDeadline else {
+                    continue
+                }
+                do {
+                    let answer = try query(control, quoteIdentifier(configuration.database.appSchema), since)
+                    carryOut(scheduler.deadlineAnswered(job, answer, now: clock.now))
+                } catch {
+                    pool.controlFailed(error)
+                    databaseWorked = false
+                }
+            case .recordMissedSlots(let job, let missed):
+                guard databaseWorked, let control = pool.control else { continue }
+                do {
+                    if try runner.recordMissedSlots(
+                        job: job, first: missed.first, last: missed.last, count: missed.count, on: control)
+                    {
+                        logger.warning(
+                            "slots missed while no worker ran",
+                            metadata: [
+                                "job": "\(job.name)", "missed_slots": "\(missed.count)",
+                                "first_missed": "\(missed.first)", "last_missed": "\(missed.last)",
+                            ])
+                    }
+                } catch {
+                    pool.controlFailed(error)
+                    databaseWorked = false
+                }
+            case .retryPlanned(let job, let attempt, let at, let reason):
+                logger.info(
+                    "retry planned",
+                    metadata: [
+                        "job": "\(job)", "attempt": "\(attempt)", "reason": "\(reason.rawValue)",
+                        "retry_in_ms": "\(Int64(at.timeIntervalSince(clock.now) * 1000))",
+                    ])
             }
         }
-        return true
+        return databaseWorked
     }
 
-    /// Records skipped slots on the scheduler's connection and starts runs.
-    func carryOut(_ actions: [Scheduler.Action], control: Connection) {
-        var skips: [Scheduler.PendingSkip] = actions.compactMap {
-            if case .recordSkipped(let skip) = $0 { skip } else { nil }
-        }
-        while let skip = skips.first {
-            do {
-                _ = try runner.recordSkippedSlot(job: skip.job, slot: skip.slot, reason: skip.reason, on: control)
-            } catch is JobRunner.SlotNotDue {
-                scheduler.skipNotDue(skip)
-            } catch is JobRunner.PreviousRunEnded {
-                scheduler.previousRunEnded(before: skip)
-            } catch {
-                scheduler.skipsNotRecorded(skips)
-                pool.controlFailed(error)
-                break
-            }
-            skips.removeFirst()
-        }
-        for case .start(let request) in actions {
-            start(request)
-        }
-    }
-
-    /// Runs `request` on a thread of its own; the result comes back as an event.
+    /// Runs `request` on a thread of its own; the outcome comes back as an event.
     private func start(_ request: JobRunner.Request) {
-        guard let connection = pool.borrow() else { return scheduler.couldNotStart(request) }
+        guard let connection = borrowConnection() else {
+            carryOut(scheduler.couldNotStart(request))
+            return
+        }
         idleMemoryReleased = false
         let runner = self.runner
         let events = self.events
         let stop: @Sendable () -> Bool = { [weak self] in self?.stopRequested.load(ordering: .relaxed) ?? true }
         OSThread.start(name: "caretaker/\(request.job.name)", stackSize: 512 * 1024) {
-            let result: RunResult
-            do {
-                result = .outcome(try runner.run(request, on: connection, stopRequested: stop))
-            } catch is JobRunner.SlotNotDue {
-                result = .slotNotDue
-            } catch {
-                result = .aborted(error)
-            }
-            events.post(.finished(request: request, result: result, connection: connection))
+            let outcome = Result { try runner.run(request, on: connection, stopRequested: stop) }
+            events.post(.finished(request: request, outcome: outcome, connection: connection))
         }
     }
 
     // MARK: Completion
 
-    func finished(_ request: JobRunner.Request, result: RunResult, connection: Connection?) {
+    func finished(_ request: JobRunner.Request, outcome: Result<RunOutcome, any Error>, connection: Connection?) {
         pool.giveBack(connection)
-        let end: Scheduler.RunEnd
-        switch result {
-        case .slotNotDue: end = .slotNotDue
-        case .outcome(.finished(_, .failed, _, _)): end = .failed
-        case .outcome(.finished(_, .succeeded, _, _)): end = .succeeded
-        case .outcome: end = .other
-        case .aborted(let error):
+        if case .failure(let error) = outcome {
+            // The run's bookkeeping failed (the database), with the error as thrown: not relabelled.
             let cause = error is PostgresError ? "database error" : "error"
             logger.error("run aborted: \(cause)", metadata: ["job": "\(request.job.name)", "error": "\(error)"])
-            end = .failed
         }
-        let retryBefore = scheduler.states[request.job.name]?.retry?.attempt
-        scheduler.finished(request, end, now: clock.now, stopping: stopRequested.load(ordering: .relaxed))
-        logRetryIfPlanned(request.job, before: retryBefore, reason: "the run failed")
+        carryOut(
+            scheduler.finished(request, outcome, now: clock.now, stopping: stopRequested.load(ordering: .relaxed)))
         notifier.status(statusLine())
-    }
-
-    private func logRetryIfPlanned(_ job: JobConfiguration, before: Int?, reason: String) {
-        guard let retry = scheduler.states[job.name]?.retry, retry.attempt != before else { return }
-        logger.info(
-            "retry planned",
-            metadata: [
-                "job": "\(job.name)", "attempt": "\(retry.attempt)", "reason": "\(reason)",
-                "retry_in_ms": "\(Int64(retry.at.timeIntervalSince(clock.now) * 1000))",
-            ])
     }
 
     // MARK: Waking

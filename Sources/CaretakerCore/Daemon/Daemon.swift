@@ -29,17 +29,9 @@ import Musl
 public final class Daemon: @unchecked Sendable {
     enum Event: Sendable {
         case signal(Int32)
-        case finished(request: JobRunner.Request, result: RunResult, connection: Connection?)
-    }
-
-    /// How a run on a job thread ended, as the scheduler thread learns it.
-    enum RunResult: Sendable {
-        case outcome(JobRunner.Outcome)
-        /// The slot was not due yet on the database clock; nothing was recorded.
-        case slotNotDue
-        /// The run's bookkeeping failed (the database: connection lost, bookkeeping
-        /// missing or timed out), with the error as thrown: not relabelled.
-        case aborted(any Error)
+        /// A run ended on its thread: its outcome, or the error its bookkeeping threw
+        /// (the database: connection lost, bookkeeping missing or timed out), not relabelled.
+        case finished(request: JobRunner.Request, outcome: Result<RunOutcome, any Error>, connection: Connection?)
     }
 
     let configurationPath: String
@@ -48,8 +40,8 @@ public final class Daemon: @unchecked Sendable {
     let lowFootprint: Bool
     var configuration: Configuration
     /// Opens connections with the database password read once, at start and on each reload
-    /// (not on every connection): a SIGHUP picks up a rotated password file.
-    var connector: DatabaseConnector
+    /// (not on every connection): a SIGHUP picks up a rotated password file. The pool's.
+    var connector: DatabaseConnector { pool.connector }
     var runner: JobRunner
     /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`.
     let monitor: Monitor
@@ -76,7 +68,6 @@ public final class Daemon: @unchecked Sendable {
         self.lowFootprintFlag = lowFootprint
         self.lowFootprint = configuration.worker.lowFootprint
         self.configuration = configuration
-        self.connector = try DatabaseConnector(options: configuration.database)
         self.logger = logger
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
@@ -87,12 +78,9 @@ public final class Daemon: @unchecked Sendable {
             logger: logger, observer: monitor)
         self.pool = ConnectionPool(
             lowFootprint: configuration.worker.lowFootprint, logger: logger,
-            open: { throw PostgresError(kind: .connection, message: "not started") },
-            prepare: { _ in })
+            connector: try DatabaseConnector(options: configuration.database))
         self.scheduler = Scheduler(
             jobs: [], maxConcurrentJobs: 1, deadlineChecks: false, now: Date(timeIntervalSince1970: 0))
-        pool.open = { [unowned self] in try self.connector.connect(applicationName: "caretaker") }
-        pool.prepare = { [unowned self] in try self.prepare($0) }
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean shutdown).
@@ -112,10 +100,11 @@ public final class Daemon: @unchecked Sendable {
         if refusesSharedSessions() { return .configuration }
         startScheduling()
         notifier.ready(status: statusLine())
-        logger.info("ready", metadata: ["jobs": "\(scheduler.jobs.map(\.name).joined(separator: ","))"])
+        logger.info(
+            "ready", metadata: ["jobs": "\(configuration.jobs.filter(\.enabled).map(\.name).joined(separator: ","))"])
         while !stopRequested.load(ordering: .relaxed) {
             // Normal mode keeps its LISTEN connection open, reconnecting as the backoff allows.
-            if !lowFootprint { _ = pool.ensureControl() }
+            if !lowFootprint { _ = ensureControl() }
             dispatchDueWork()
             // A NOTIFY that libpq read along with a query's result waits in its buffer,
             // where poll(2) cannot see it: take it before sleeping, and act on it now.
@@ -131,7 +120,7 @@ public final class Daemon: @unchecked Sendable {
     /// database answers and caretaker's schema is there. False on shutdown.
     private func waitForDatabase() -> Bool {
         while !stopRequested.load(ordering: .relaxed) {
-            if pool.ensureControl() != nil { return true }
+            if ensureControl() != nil { return true }
             waitForEvents(timeout: Self.earliest(pool.timeUntilReconnectAttempt, timeUntilWatchdogPing()))
         }
         return false
@@ -153,8 +142,8 @@ public final class Daemon: @unchecked Sendable {
         case .signal(let number):
             logger.info("shutdown requested", metadata: ["signal": "\(number == SIGTERM ? "SIGTERM" : "SIGINT")"])
             stopRequested.store(true, ordering: .relaxed)
-        case .finished(let request, let result, let connection):
-            finished(request, result: result, connection: connection)
+        case .finished(let request, let outcome, let connection):
+            finished(request, outcome: outcome, connection: connection)
         }
     }
 
@@ -216,9 +205,8 @@ public final class Daemon: @unchecked Sendable {
             feedWatchdog()
         }
         // Slots that came due while low-footprint mode's only connection was busy.
-        if !scheduler.pendingSkips.isEmpty, let control = pool.control {
-            carryOut(
-                scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true), control: control)
+        if scheduler.hasSkipsToRecord, pool.control != nil {
+            carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true))
         }
         pool.dropAll()
         monitor.stop()
@@ -261,13 +249,14 @@ public final class Daemon: @unchecked Sendable {
             fresh.database.url != configuration.database.url
             || fresh.database.passwordFile != configuration.database.passwordFile
         configuration = fresh
-        connector = freshConnector
+        pool.connector = freshConnector
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger, observer: monitor)
         monitor.reload(configuration)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
-        scheduler.reload(
-            jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now)
+        carryOut(
+            scheduler.reload(
+                jobs: configuration.jobs, maxConcurrentJobs: configuration.worker.maxConcurrentJobs, now: clock.now))
         if databaseChanged {
             // Connections to the old database would keep serving it: connect afresh.
             pool.retireAll()

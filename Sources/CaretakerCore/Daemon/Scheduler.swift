@@ -8,11 +8,13 @@ import Foundation
 /// (with its trigger, slot and attempt), which slot to record `skipped` and why,
 /// when to ask a job's deadline query, and when to wake next.
 ///
-/// Every method takes the database clock's `now` from the caller; nothing here
-/// reads a clock, touches the database or starts a thread. The daemon carries out
-/// the actions and reports back what happened (`finished`, `deadlineAnswered`, …).
-/// It knows no job names: what can wake a job besides its schedule comes from the
-/// job's `JobWakeups`.
+/// Each job is in one `JobState`, which only the event methods here change; every
+/// event returns the `Action`s to carry out, and the daemon reports back what
+/// happened as further events (`finished`, `deadlineAnswered`, `skipRecorded`, …),
+/// never reading the state itself. Every method takes the database clock's `now`
+/// from the caller; nothing here reads a clock, touches the database or starts a
+/// thread. It knows no job names: what can wake a job besides its schedule comes
+/// from the job's `JobWakeups`.
 struct Scheduler {
     /// Retries of a failed run wait `retryBaseDelay × 2^(attempt−1)`, never past the next slot.
     static let retryBaseDelay: Duration = .seconds(10)
@@ -21,10 +23,23 @@ struct Scheduler {
 
     /// What the daemon is to do now.
     enum Action: Sendable {
-        /// Run this request on a free connection.
+        /// Run this request on a free connection (`couldNotStart` when there is none;
+        /// `finished` with its outcome when it ends).
         case start(JobRunner.Request)
-        /// Claim this slot and record it `skipped` (report `skipNotDue` when the database says it is not due yet).
+        /// Claim this slot and record it `skipped` (`skipRecorded` with the outcome).
         case recordSkipped(PendingSkip)
+        /// Ask the job's deadline query, with when its last run here started (`deadlineAnswered`).
+        case askDeadline(JobConfiguration, since: Date?)
+        /// Record the slots nobody ran while no worker was up, as one `skipped` row.
+        case recordMissedSlots(JobConfiguration, MissedSlots)
+        /// A retry was planned: say so in the log.
+        case retryPlanned(job: String, attempt: Int, at: Date, reason: RetryReason)
+    }
+
+    /// Why a retry was planned, as the log says it.
+    enum RetryReason: String, Sendable {
+        case runFailed = "the run failed"
+        case workStillDue = "its work is still due after the run"
     }
 
     /// A slot to record `skipped`, and why.
@@ -41,22 +56,10 @@ struct Scheduler {
         var last: Date
     }
 
-    /// How a run ended, as far as the policy cares.
-    enum RunEnd: Sendable {
-        case succeeded
-        /// Failed, or the database failed under it: retried under `max_retries`.
-        case failed
-        /// The slot was not due yet on the database clock: nothing was recorded.
-        case slotNotDue
-        /// Interrupted, skipped, already claimed elsewhere, busy: nothing to retry.
-        case other
-    }
-
     private(set) var jobs: [JobConfiguration]
-    private(set) var states: [String: JobState] = [:]
-    private(set) var pendingSkips: [PendingSkip] = []
-    private(set) var runningCount = 0
-    var maxConcurrentJobs: Int
+    private var tracked: [String: TrackedJob] = [:]
+    private var pendingSkips: [PendingSkip] = []
+    private(set) var maxConcurrentJobs: Int
     /// Deadline queries are asked (normal mode; low-footprint mode sleeps until the next slot).
     let deadlineChecks: Bool
 
@@ -66,10 +69,28 @@ struct Scheduler {
         self.maxConcurrentJobs = maxConcurrentJobs
         self.deadlineChecks = deadlineChecks
         for job in self.jobs {
-            states[job.name] = JobState(nextSlot: job.schedule.nextDate(after: now))
-            if asksDeadlines(job) { states[job.name]?.deadlineCheck = now }
+            tracked[job.name] = TrackedJob(
+                nextSlot: job.schedule.nextDate(after: now),
+                state: asksDeadlines(job) ? .waitingForDeadline(.init(at: now)) : .idle)
         }
     }
+
+    // MARK: Reading
+
+    /// The state of job `name` (nil for a job never enabled here).
+    func state(of name: String) -> JobState? { tracked[name]?.state }
+
+    /// The next slot of job `name`.
+    func nextSlot(of name: String) -> Date? { tracked[name]?.nextSlot }
+
+    /// When `job`'s last run here started (what its deadline query is asked with).
+    func lastStart(of job: JobConfiguration) -> Date? { tracked[job.name]?.lastStart }
+
+    /// Runs in progress.
+    var runningCount: Int { tracked.values.count { $0.state.isRunning } }
+
+    /// Skipped slots wait to be recorded (a low-footprint connection must not close meanwhile).
+    var hasSkipsToRecord: Bool { !pendingSkips.isEmpty }
 
     // MARK: Start-up
 
@@ -78,18 +99,18 @@ struct Scheduler {
     /// since `lastLookedAfter` (the job's latest claimed slot or run) as one summary
     /// to record. A job that never ran has nothing to summarise: its catch-up counts
     /// from `installedAt`, when caretaker's schema was installed.
-    mutating func catchUp(_ job: JobConfiguration, lastLookedAfter: Date?, installedAt: Date, now: Date) -> MissedSlots?
-    {
+    mutating func catchUp(_ job: JobConfiguration, lastLookedAfter: Date?, installedAt: Date, now: Date) -> [Action] {
         guard let latest = job.schedule.previousDate(atOrBefore: now), latest > (lastLookedAfter ?? installedAt) else {
-            return nil
+            return []
         }
-        if job.catchUp {
-            states[job.name]?.queued = JobRunner.Request(job: job, trigger: .catchUp, slot: latest)
+        if job.catchUp, tracked[job.name] != nil {
+            tracked[job.name]?.state = .queued(JobRunner.Request(job: job, trigger: .catchUp, slot: latest))
         }
-        guard let lastLookedAfter else { return nil }
+        guard let lastLookedAfter else { return [] }
         // The catch-up run's own slot is not missed.
         let through = job.catchUp ? latest.addingTimeInterval(-0.001) : latest
-        return Self.slots(of: job.schedule, after: lastLookedAfter, through: through)
+        guard let missed = Self.slots(of: job.schedule, after: lastLookedAfter, through: through) else { return [] }
+        return [.recordMissedSlots(job, missed)]
     }
 
     /// Counts the slots in `(after, through]`; nil when there are none.
@@ -112,17 +133,30 @@ struct Scheduler {
 
     // MARK: Wake-ups
 
-    /// A NOTIFY on `channel` arrived: the jobs that listen to it run soon.
-    mutating func notified(channel: String) {
-        for job in jobs where job.wakeups.notifyChannel == channel {
-            states[job.name]?.notified = true
-        }
+    /// A NOTIFY on `channel` arrived: the jobs that listen to it run soon (after their
+    /// current run). Nothing to do before the next `dispatch`.
+    mutating func notified(channel: String) -> [Action] {
+        for job in jobs where job.wakeups.notifyChannel == channel { notify(job.name) }
+        return []
     }
 
     /// The LISTEN connection was re-established: NOTIFYs may have been missed, so every listening job runs once.
-    mutating func listenReconnected() {
-        for job in jobs where job.wakeups.notifyChannel != nil {
-            states[job.name]?.notified = true
+    mutating func listenReconnected() -> [Action] {
+        for job in jobs where job.wakeups.notifyChannel != nil { notify(job.name) }
+        return []
+    }
+
+    /// idle, waiting for a retry or a deadline → notified; running → running, then notified.
+    /// A queued or notified job stays as it is: the run it waits for does the work.
+    private mutating func notify(_ name: String) {
+        guard let state = tracked[name]?.state else { return }
+        switch state {
+        case .idle, .waitingForRetry, .waitingForDeadline:
+            tracked[name]?.state = .notified(retry: state.retry)
+        case .running(nil):
+            tracked[name]?.state = .running(then: .notified)
+        case .running(.some), .queued, .notified:
+            break
         }
     }
 
@@ -131,13 +165,12 @@ struct Scheduler {
         Array(Set(jobs.filter(\.enabled).compactMap(\.wakeups.notifyChannel))).sorted()
     }
 
-    /// The jobs whose deadline query is to be asked now (`deadlineAnswered` takes the answer).
-    func deadlinesToAsk(now: Date) -> [JobConfiguration] {
-        jobs.filter { job in
-            guard let state = states[job.name], !state.running, state.queued == nil,
-                let check = state.deadlineCheck
-            else { return false }
-            return check <= now
+    /// The deadline queries to ask now: those of jobs waiting for a deadline whose time has come.
+    func deadlinesToAsk(now: Date) -> [Action] {
+        jobs.compactMap { job in
+            guard let track = tracked[job.name], case .waitingForDeadline(let check) = track.state, check.at <= now
+            else { return nil }
+            return .askDeadline(job, since: track.lastStart)
         }
     }
 
@@ -149,21 +182,30 @@ struct Scheduler {
     /// after that start runs now, as a `deadline` run that counts as the next attempt
     /// (none once `max_retries` are used up before the next slot); later work is
     /// looked at when it comes due.
-    mutating func deadlineAnswered(_ job: JobConfiguration, _ answer: DeadlineAnswer, now: Date) {
-        guard var state = states[job.name] else { return }
-        let lastRun = state.lastRun
-        state.deadlineCheck = nil
-        state.lastRun = nil
+    ///
+    /// idle, waiting for a retry or a deadline → queued (a deadline run), waiting for
+    /// the next deadline check, waiting for a retry, or idle. A job that is running,
+    /// queued or notified ignores the answer: the run it has does the work, and asks again after.
+    mutating func deadlineAnswered(_ job: JobConfiguration, _ answer: DeadlineAnswer, now: Date) -> [Action] {
+        guard var track = tracked[job.name] else { return [] }
+        let lastRun: JobState.LastRun?
+        switch track.state {
+        case .idle, .waitingForRetry: lastRun = nil
+        case .waitingForDeadline(let check): lastRun = check.lastRun
+        case .notified, .queued, .running: return []
+        }
         if let lastRun {
             if answer.stuck {
-                state.failedAttempts = max(state.failedAttempts, lastRun.request.attempt)
+                track.failedAttempts = max(track.failedAttempts, lastRun.request.attempt)
             } else if !lastRun.failed {
-                state.failedAttempts = 0
+                track.failedAttempts = 0
             }
         }
+        var next: JobState = track.state.retry.map { .waitingForRetry($0) } ?? .idle
         if let wait = answer.secondsUntilNext, wait <= 0 {
-            if !state.running, state.queued == nil, state.failedAttempts <= job.maxRetries {
-                state.queued = JobRunner.Request(job: job, trigger: .deadline, attempt: state.failedAttempts + 1)
+            if track.failedAttempts <= job.maxRetries {
+                next = .queued(
+                    JobRunner.Request(job: job, trigger: .deadline, attempt: track.failedAttempts + 1))
             }
         } else if let lookahead = job.wakeups.deadlineLookahead?.seconds {
             // The next check comes at the deadline, and at the latest one lookahead from
@@ -171,16 +213,15 @@ struct Scheduler {
             // comes first covers it.
             let seconds = min(answer.secondsUntilNext.map { $0 + Self.deadlineMargin } ?? lookahead, lookahead)
             let check = now.addingTimeInterval(seconds)
-            state.deadlineCheck = (state.nextSlot.map { check < $0 } ?? true) ? check : nil
+            if track.nextSlot.map({ check < $0 }) ?? true {
+                next = .waitingForDeadline(.init(at: check, retry: track.state.retry))
+            }
         }
-        states[job.name] = state
+        track.state = next
+        tracked[job.name] = track
         // A failed run has its retry planned already; one that succeeded yet left work due counts as failed.
-        if let lastRun, answer.stuck, !lastRun.failed { planRetry(after: lastRun.request, now: now) }
-    }
-
-    /// When `job`'s last run here started: its deadline query's `since`.
-    func lastStart(of job: JobConfiguration) -> Date? {
-        states[job.name]?.lastStart
+        guard let lastRun, answer.stuck, !lastRun.failed else { return [] }
+        return planRetry(after: lastRun.request, now: now, reason: .workStillDue)
     }
 
     private func asksDeadlines(_ job: JobConfiguration) -> Bool {
@@ -193,6 +234,10 @@ struct Scheduler {
     /// what to do: slots to record `skipped` (only when `canRecord`: low-footprint
     /// mode's one connection may be lent to a run) and runs to start, at most
     /// `freePlaces` of them (nothing new when `stopping`).
+    ///
+    /// A due slot: running → running (the slot recorded skipped); any other state →
+    /// queued. A due retry: waiting for it (or notified, or waiting for a deadline,
+    /// with it) → queued. Notified → queued. Queued → running, given a place.
     mutating func dispatch(now: Date, freePlaces: Int, canRecord: Bool, stopping: Bool = false) -> [Action] {
         for job in jobs { queueDue(job, now: now) }
         var actions: [Action] = []
@@ -204,117 +249,171 @@ struct Scheduler {
         guard !stopping else { return actions }
         var places = min(freePlaces, maxConcurrentJobs - runningCount)
         for job in jobs where places > 0 {
-            guard var state = states[job.name], let request = state.queued, !state.running else { continue }
-            state.start()
-            state.lastStart = now
-            states[job.name] = state
-            runningCount += 1
+            guard var track = tracked[job.name], case .queued(let request) = track.state else { continue }
+            track.state = .running(then: nil)
+            track.lastStart = now
+            tracked[job.name] = track
             places -= 1
             actions.append(.start(request))
         }
         return actions
     }
 
-    /// A started run could not get a connection: it waits, queued, for the next dispatch.
-    mutating func couldNotStart(_ request: JobRunner.Request) {
-        runningCount -= 1
-        states[request.job.name]?.running = false
-        states[request.job.name]?.queued = request
+    /// A started run could not get a connection: running → queued, for the next dispatch.
+    mutating func couldNotStart(_ request: JobRunner.Request) -> [Action] {
+        tracked[request.job.name]?.state = .queued(request)
+        return []
     }
 
-    /// A skipped slot that the database says is not due yet: it waits until it is.
-    mutating func skipNotDue(_ skip: PendingSkip) {
-        pendingSkips.append(skip)
-    }
-
-    /// The job's previous run had ended (on the database clock) before this slot came,
-    /// though its end had not reached the scheduler yet: the slot runs after all, once
-    /// the run's end is handled. When another slot already waits to run, the newer one
-    /// replaces it as usual, and this one is recorded `skipped` for want of a place.
-    mutating func previousRunEnded(before skip: PendingSkip) {
-        guard var state = states[skip.job.name] else { return }
-        queueSlot(skip.slot, of: skip.job, in: &state)
-        states[skip.job.name] = state
-    }
-
-    /// Queues `slot` of `job` to run. A scheduled slot already waiting for a place
-    /// is replaced by the newer of the two, and the older is recorded `skipped`
-    /// (no free place): one run per slot, every slot on record.
-    private mutating func queueSlot(_ slot: Date, of job: JobConfiguration, in state: inout JobState) {
-        var newest = slot
-        if let waiting = state.queued?.slot {
-            pendingSkips.append(PendingSkip(job: job, slot: min(waiting, slot), reason: .noFreePlace))
-            newest = max(waiting, slot)
+    /// What recording a skipped slot came to. Not due yet on the database: it waits
+    /// until it is. The previous run had ended (on the database clock) before the slot
+    /// came, though its end had not reached the scheduler yet: the slot runs after all,
+    /// once the run's end is handled (running → running, then the slot; otherwise →
+    /// queued). When another slot already waits to run, the newer one replaces it as
+    /// usual, and the older is recorded `skipped` for want of a place.
+    mutating func skipRecorded(_ skip: PendingSkip, _ outcome: RunOutcome) -> [Action] {
+        switch outcome {
+        case .slotNotDue:
+            pendingSkips.append(skip)
+        case .previousRunEnded:
+            guard var track = tracked[skip.job.name] else { return [] }
+            if case .running(let then) = track.state {
+                let waiting: JobRunner.Request? = if case .run(let request)? = then { request } else { nil }
+                track.state = .running(then: .run(queueSlot(skip.slot, of: skip.job, replacing: waiting)))
+            } else {
+                let waiting: JobRunner.Request? = if case .queued(let request) = track.state { request } else { nil }
+                track.state = .queued(queueSlot(skip.slot, of: skip.job, replacing: waiting))
+            }
+            track.failedAttempts = 0
+            tracked[skip.job.name] = track
+        case .finished, .busy, .skipped, .alreadyClaimed:
+            break
         }
-        state.queued = JobRunner.Request(job: job, trigger: .schedule, slot: newest)
-        state.failedAttempts = 0
+        return []
     }
 
     /// The database failed while recording these skipped slots: they wait for the next dispatch.
-    mutating func skipsNotRecorded(_ skips: [PendingSkip]) {
+    mutating func skipsNotRecorded(_ skips: [PendingSkip]) -> [Action] {
         pendingSkips.append(contentsOf: skips)
+        return []
+    }
+
+    /// The request that runs `slot` of `job` instead of `waiting`. A scheduled slot
+    /// already waiting for a place is replaced by the newer of the two, and the older
+    /// is recorded `skipped` (no free place): one run per slot, every slot on record.
+    private mutating func queueSlot(
+        _ slot: Date, of job: JobConfiguration, replacing waiting: JobRunner.Request?
+    ) -> JobRunner.Request {
+        var newest = slot
+        if let waitingSlot = waiting?.slot {
+            pendingSkips.append(PendingSkip(job: job, slot: min(waitingSlot, slot), reason: .noFreePlace))
+            newest = max(waitingSlot, slot)
+        }
+        return JobRunner.Request(job: job, trigger: .schedule, slot: newest)
     }
 
     private mutating func queueDue(_ job: JobConfiguration, now: Date) {
-        guard var state = states[job.name] else { return }
-        defer { states[job.name] = state }
-        if let slot = state.nextSlot, slot <= now {
+        guard var track = tracked[job.name] else { return }
+        defer { tracked[job.name] = track }
+        if let slot = track.nextSlot, slot <= now {
             // However many slots passed (a suspended host), only the latest runs: never a flood.
             let latest = job.schedule.previousDate(atOrBefore: now) ?? slot
-            state.nextSlot = job.schedule.nextDate(after: latest)
-            state.deadlineCheck = nil
-            state.retry = nil
-            if state.running {
+            track.nextSlot = job.schedule.nextDate(after: latest)
+            if track.state.isRunning {
                 pendingSkips.append(PendingSkip(job: job, slot: latest, reason: .previousRunStillGoing))
                 return
             }
             // A slot still waiting never found a free place: this newer one replaces it, on record.
-            queueSlot(latest, of: job, in: &state)
+            let waiting: JobRunner.Request? = if case .queued(let request) = track.state { request } else { nil }
+            track.state = .queued(queueSlot(latest, of: job, replacing: waiting))
+            track.failedAttempts = 0
+            return
         }
-        guard !state.running, state.queued == nil else { return }
-        if let retry = state.retry, retry.at <= now {
-            state.retry = nil
-            state.queued = JobRunner.Request(job: job, trigger: .retry, attempt: retry.attempt)
-        } else if state.notified {
-            state.notified = false
-            state.queued = JobRunner.Request(job: job, trigger: .notify)
+        switch track.state {
+        case .notified(let retry):
+            if let retry, retry.at <= now {
+                track.state = .queued(JobRunner.Request(job: job, trigger: .retry, attempt: retry.attempt))
+            } else {
+                track.state = .queued(JobRunner.Request(job: job, trigger: .notify))
+            }
+        case .waitingForRetry, .waitingForDeadline:
+            if let retry = track.state.retry, retry.at <= now {
+                track.state = .queued(JobRunner.Request(job: job, trigger: .retry, attempt: retry.attempt))
+            }
+        case .idle, .queued, .running:
+            break
         }
     }
 
     // MARK: Completion
 
-    /// A run ended: a failed one is retried under the retry rules; a job with a
-    /// deadline query asks it again (`deadlinesToAsk`) before anything else of it starts.
-    mutating func finished(_ request: JobRunner.Request, _ end: RunEnd, now: Date, stopping: Bool = false) {
+    /// A run ended (`outcome`, or the error its bookkeeping threw). running → the
+    /// slot that waited for it (queued); a job with a deadline query → waiting for it
+    /// now (`deadlinesToAsk`), before anything else of it starts; a NOTIFY that came
+    /// meanwhile → notified; a failure under the retry rules → waiting for a retry;
+    /// else idle. A slot that was not due yet on the database is asked again.
+    mutating func finished(
+        _ request: JobRunner.Request, _ outcome: Result<RunOutcome, any Error>, now: Date, stopping: Bool = false
+    ) -> [Action] {
         let name = request.job.name
-        runningCount -= 1
-        guard var state = states[name] else { return }
-        state.running = false
-        if case .slotNotDue = end, let slot = request.slot {
-            // The clock estimate ran a little ahead: ask again when the database agrees.
-            state.nextSlot = min(state.nextSlot ?? slot, slot)
+        guard var track = tracked[name], case .running(let then) = track.state else { return [] }
+        let failed: Bool
+        switch outcome {
+        case .failure, .success(.finished(_, .failed, _, _)): failed = true
+        case .success(.slotNotDue):
+            // The server's clock stepped back: ask again when the database agrees.
+            if let slot = request.slot { track.nextSlot = min(track.nextSlot ?? slot, slot) }
+            failed = false
+        case .success: failed = false
         }
-        if asksDeadlines(request.job) {
-            state.deadlineCheck = now
-            state.lastRun = (request, end == .failed)
+        if failed, request.trigger != .manual {
+            track.failedAttempts = max(track.failedAttempts, request.attempt)
         }
-        states[name] = state
-        if end == .failed, request.trigger != .manual {
-            states[name]?.failedAttempts = max(state.failedAttempts, request.attempt)
+        track.state = .idle
+        tracked[name] = track
+        // A job disabled by a reload meanwhile: nothing follows its run.
+        guard jobs.contains(where: { $0.name == name }) else { return [] }
+        if case .run(let slotRun)? = then {
+            // The slot that waited does the work of a retry.
+            tracked[name]?.state = .queued(slotRun)
+            return []
         }
-        if end == .failed, !stopping { planRetry(after: request, now: now) }
+        let retryActions = failed && !stopping ? planRetry(after: request, now: now, reason: .runFailed) : []
+        let retry = tracked[name]?.state.retry
+        if case .notified? = then {
+            tracked[name]?.state = .notified(retry: retry)
+        } else if asksDeadlines(request.job) {
+            tracked[name]?.state = .waitingForDeadline(
+                .init(at: now, lastRun: .init(request: request, failed: failed), retry: retry))
+        }
+        return retryActions
     }
 
     /// Plans attempt `n + 1` after attempt `n` of `request` did not get its work done:
     /// `retryBaseDelay × 2^(n−1)` later, when that is before the next slot and `n ≤ max_retries`.
-    private mutating func planRetry(after request: JobRunner.Request, now: Date) {
+    /// idle → waiting for the retry; waiting for a retry or a deadline → the same, with
+    /// this retry. Says so in the log.
+    private mutating func planRetry(
+        after request: JobRunner.Request, now: Date, reason: RetryReason
+    ) -> [Action] {
         guard request.trigger != .manual, request.attempt <= request.job.maxRetries,
-            var state = states[request.job.name]
-        else { return }
-        let at = now.addingTimeInterval(Self.retryDelay(afterAttempt: request.attempt).seconds)
-        if let next = state.nextSlot, at >= next { return }
-        state.retry = (at, request.attempt + 1)
-        states[request.job.name] = state
+            var track = tracked[request.job.name]
+        else { return [] }
+        let retry = JobState.Retry(
+            at: now.addingTimeInterval(Self.retryDelay(afterAttempt: request.attempt).seconds),
+            attempt: request.attempt + 1)
+        if let next = track.nextSlot, retry.at >= next { return [] }
+        switch track.state {
+        case .idle, .waitingForRetry: track.state = .waitingForRetry(retry)
+        case .waitingForDeadline(var check):
+            check.retry = retry
+            track.state = .waitingForDeadline(check)
+        case .notified, .queued, .running:
+            // The run that comes next does the work.
+            return []
+        }
+        tracked[request.job.name] = track
+        return [.retryPlanned(job: request.job.name, attempt: retry.attempt, at: retry.at, reason: reason)]
     }
 
     static func retryDelay(afterAttempt attempt: Int) -> Duration {
@@ -325,32 +424,45 @@ struct Scheduler {
 
     /// After a reload: a job whose schedule changed (or that was just enabled) gets
     /// its next slot under the new schedule; an unchanged one keeps its slot, which
-    /// may be due right now; a disabled one loses what was planned for it (a run in
-    /// progress still ends normally).
-    mutating func reload(jobs newJobs: [JobConfiguration], maxConcurrentJobs: Int, now: Date) {
+    /// may be due right now; a disabled one loses what was planned for it (→ idle; a
+    /// run in progress still ends normally, with nothing after it). A job that asks
+    /// deadlines waits for one now, one that no longer does stops waiting for it.
+    mutating func reload(jobs newJobs: [JobConfiguration], maxConcurrentJobs: Int, now: Date) -> [Action] {
         let previous = Dictionary(jobs.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.maxConcurrentJobs = maxConcurrentJobs
         jobs = newJobs.filter(\.enabled)
         for job in newJobs {
-            var state = states[job.name] ?? JobState()
+            var track = tracked[job.name] ?? TrackedJob()
             if !job.enabled {
-                state = JobState(running: state.running)
-            } else if previous[job.name]?.schedule != job.schedule || state.nextSlot == nil {
-                state.nextSlot = job.schedule.nextDate(after: now)
+                track = TrackedJob(state: track.state.isRunning ? .running(then: nil) : .idle)
+                tracked[job.name] = track
+                continue
             }
-            if job.enabled, asksDeadlines(job), state.deadlineCheck == nil, !state.running { state.deadlineCheck = now }
-            if !job.enabled || !asksDeadlines(job) { state.deadlineCheck = nil }
-            states[job.name] = state
+            if previous[job.name]?.schedule != job.schedule || track.nextSlot == nil {
+                track.nextSlot = job.schedule.nextDate(after: now)
+            }
+            switch track.state {
+            case .idle where asksDeadlines(job):
+                track.state = .waitingForDeadline(.init(at: now))
+            case .waitingForRetry(let retry) where asksDeadlines(job):
+                track.state = .waitingForDeadline(.init(at: now, retry: retry))
+            case .waitingForDeadline(let check) where !asksDeadlines(job):
+                track.state = check.retry.map { .waitingForRetry($0) } ?? .idle
+            case .queued(var request):
+                // Queued requests carry the job's configuration: take the new one.
+                request.job = job
+                track.state = .queued(request)
+            case .running(.run(var request)):
+                request.job = job
+                track.state = .running(then: .run(request))
+            default:
+                break
+            }
+            tracked[job.name] = track
         }
         let enabled = Set(jobs.map(\.name))
-        pendingSkips = pendingSkips.compactMap { skip in
-            guard enabled.contains(skip.job.name) else { return nil }
-            return skip
-        }
-        // Queued requests carry the job's configuration: take the new one.
-        for job in jobs {
-            states[job.name]?.queued?.job = job
-        }
+        pendingSkips.removeAll { !enabled.contains($0.job.name) }
+        return []
     }
 
     // MARK: Waking
@@ -358,15 +470,15 @@ struct Scheduler {
     /// When the scheduler has something to do next: `now` when a queued or notified
     /// run could start (given a free place) or a deadline query is due, else the
     /// earliest planned time; nil when nothing is planned. A job that is running
-    /// counts only with its next slot (a retry, NOTIFY or deadline check waits for
-    /// the run to end, whose event wakes the scheduler).
+    /// counts only with its next slot (what follows its run waits for the run to
+    /// end, whose event wakes the scheduler).
     func nextWake(now: Date, freePlaces: Int, canRecord: Bool) -> Date? {
         var earliest: Date? = canRecord ? pendingSkips.map(\.slot).min() : nil
         let canStart = min(freePlaces, maxConcurrentJobs - runningCount) > 0
         for job in jobs {
-            guard let state = states[job.name] else { continue }
-            if canStart && state.canStart { return now }
-            for date in state.plannedTimes.compactMap({ $0 }) {
+            guard let track = tracked[job.name] else { continue }
+            if canStart && track.state.canStart { return now }
+            for date in [track.nextSlot].compactMap({ $0 }) + track.state.plannedTimes {
                 earliest = min(earliest ?? date, date)
             }
         }

@@ -4,7 +4,7 @@ import Postgres
 /// applied, and what they built on the app's tables (the indexes on `posts`, on a
 /// partitioned `posts` valid for every partition) still there. `check` prints what
 /// is missing; `once` stops with it before any job statement; `run` waits until
-/// it is complete (SPEC §4: a job on a half-migrated schema fails at its first
+/// it is complete (a job on a half-migrated schema fails at its first
 /// statement on what is missing, or sweeps without the indexes it relies on).
 public enum SchemaReadiness {
     public struct Report: Sendable, Equatable {

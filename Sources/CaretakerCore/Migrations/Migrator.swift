@@ -1,5 +1,11 @@
 import Postgres
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Applies `Migration.all` in order, each in its own transaction, once; indexes
 /// a migration builds or drops `CONCURRENTLY` come after its transaction, and its
 /// version is recorded only when they are all done.
@@ -41,6 +47,13 @@ public struct Migrator: Sendable {
         guard exists.first?.bool("present") == true else { return [] }
         let rows = try connection.query("SELECT version FROM caretaker.schema_migrations").rows
         return Set(rows.compactMap { $0.int("version") })
+    }
+
+    /// When caretaker's schema was installed (its first migration, database clock); nil before that.
+    public static func installedAt(on connection: Connection) throws(PostgresError) -> Date? {
+        try connection.query(
+            "SELECT extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed"
+        ).first?.double("installed").map { Date(timeIntervalSince1970: $0) }
     }
 
     /// The migrations `migrate` would apply now.

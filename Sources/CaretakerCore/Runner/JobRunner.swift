@@ -30,17 +30,6 @@ public struct JobRunner: Sendable {
         self.observer = observer
     }
 
-    /// How an attempt to run ended.
-    public enum Outcome: Sendable {
-        case finished(runID: Int64, status: RunStatus, stats: JobStats, error: String?)
-        /// Another process is running this job right now (a manual run gives up: exit 75).
-        case busy
-        /// The slot was due but the previous run still held the job; recorded once as `skipped`.
-        case skipped(runID: Int64)
-        /// Another instance already took this slot: nothing to do, nothing recorded.
-        case alreadyClaimed
-    }
-
     /// What to run and why.
     public struct Request: Sendable {
         public var job: JobConfiguration
@@ -62,16 +51,20 @@ public struct JobRunner: Sendable {
     }
 
     /// Runs `request` on `connection`, which nobody else may use meanwhile.
-    /// Throws when the database itself fails (connection lost, bookkeeping missing),
-    /// and `SlotNotDue` when `request.slot` has not come yet on the database clock.
+    /// Throws when the database itself fails (connection lost, bookkeeping missing);
+    /// `.slotNotDue` when `request.slot` has not come yet on the database clock.
     public func run(
         _ request: Request, on connection: Connection,
         stopRequested: @escaping @Sendable () -> Bool = { false }
-    ) throws -> Outcome {
+    ) throws -> RunOutcome {
         let name = request.job.name
         let store = RunStore(connection)
-        if let slot = request.slot, try claim(slot: slot, job: name, in: store) == .taken {
-            return .alreadyClaimed
+        if let slot = request.slot {
+            switch try store.claimSlot(slot, job: name) {
+            case .claimed: break
+            case .taken: return .alreadyClaimed
+            case .notDue: return .slotNotDue
+            }
         }
         guard try store.tryLock(job: name) else {
             guard let slot = request.slot else { return .busy }
@@ -101,7 +94,7 @@ public struct JobRunner: Sendable {
     private func execute(
         _ request: Request, runID: Int64, on connection: Connection,
         stopRequested: @escaping @Sendable () -> Bool, lockReleased: inout Bool
-    ) throws -> Outcome {
+    ) throws -> RunOutcome {
         var runLogger = logger
         runLogger[metadataKey: "job"] = "\(request.job.name)"
         runLogger[metadataKey: "run_id"] = "\(runID)"
@@ -171,16 +164,20 @@ public struct JobRunner: Sendable {
     /// run a job). For `previousRunStillGoing`, it first asks the database whether
     /// a run was going when the slot came: the scheduler hears of a run's end only
     /// after the run recorded it, and a slot that came due in between is one to run,
-    /// not to skip. Then it throws `PreviousRunEnded` and records nothing.
+    /// not to skip: it answers `.previousRunEnded` and records nothing.
     public func recordSkippedSlot(
         job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
         on connection: Connection
-    ) throws -> Outcome {
+    ) throws -> RunOutcome {
         let store = RunStore(connection)
         if case .previousRunStillGoing = reason, try !store.runWasGoing(atSlot: slot, job: job.name) {
-            throw PreviousRunEnded(slot: slot)
+            return .previousRunEnded
         }
-        guard try claim(slot: slot, job: job.name, in: store) == .claimed else { return .alreadyClaimed }
+        switch try store.claimSlot(slot, job: job.name) {
+        case .claimed: break
+        case .taken: return .alreadyClaimed
+        case .notDue: return .slotNotDue
+        }
         return .skipped(
             runID: try recordSkipped(
                 Request(job: job, trigger: .schedule, slot: slot), slot: slot,
@@ -190,13 +187,14 @@ public struct JobRunner: Sendable {
     /// Records the slots of `job` that nobody ran while no worker was up, as one
     /// `skipped` row (reason `missedWhileDown`, the count and the first and last in
     /// its stats). Claims `last` first, so of several instances starting at once
-    /// only one records it. False when another instance already did.
+    /// only one records it. False when another instance already did (or, the server's
+    /// clock having stepped back, `last` has not come yet).
     public func recordMissedSlots(
         job: JobConfiguration, first: Date, last: Date, count: Int,
         on connection: Connection
     ) throws -> Bool {
         let store = RunStore(connection)
-        guard try claim(slot: last, job: job.name, in: store) == .claimed else { return false }
+        guard try store.claimSlot(last, job: job.name) == .claimed else { return false }
         let runID = try store.recordMissed(
             job: job.name, count: count, first: first, last: last,
             reason: SkipReason.missedWhileDown.text)
@@ -221,28 +219,6 @@ public struct JobRunner: Sendable {
             case .missedWhileDown: "missed while no worker ran"
             }
         }
-    }
-
-    // MARK: Slots
-
-    /// Thrown for a slot that has not come yet on the database clock (only the
-    /// daemon passes slots, from its estimate of that clock): nothing was
-    /// recorded; ask again once the slot is due.
-    public struct SlotNotDue: Error, Sendable {
-        public let slot: Date
-    }
-
-    /// Thrown by `recordSkippedSlot` for a slot that came due after the job's previous
-    /// run had ended: nothing was recorded; run the slot instead.
-    public struct PreviousRunEnded: Error, Sendable {
-        public let slot: Date
-    }
-
-    /// Takes the `(job, slot)` record; throws `SlotNotDue` when the slot has not come on the database clock.
-    private func claim(slot: Date, job: String, in store: RunStore) throws -> RunStore.SlotClaim {
-        let claim = try store.claimSlot(slot, job: job)
-        if claim == .notDue { throw SlotNotDue(slot: slot) }
-        return claim
     }
 
     private func recordSkipped(
