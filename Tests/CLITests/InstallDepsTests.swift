@@ -20,7 +20,7 @@ import Testing
     ]
     static let test = [
         "python3-aiosmtpd", "systemd", "pgbouncer", "openssl", "dpkg-dev", "binutils", "lintian", "man-db", "curl",
-        "chromium", "prometheus", "faketime", "libfaketime",
+        "chromium", "prometheus", "faketime", "libfaketime", "systemd-container", "debootstrap",
     ]
 
     /// Runs `command` (bash) with the stand-ins first on PATH. With `installed`,
