@@ -358,16 +358,46 @@ import Glibc
         await DaemonTests.stop(daemon, within: .seconds(20))
     }
 
-    @Test("a metrics address already in use stops the daemon at start with 78, naming it")
+    @Test(
+        "a metrics address already in use stops nothing: jobs run, the error is logged once, the bind is retried"
+    )
     func listenAddressTaken() async throws {
         let db = try TestDatabase()
-        let taken = try TestHTTPServer.start()
-        let path = try db.writeConfiguration("[metrics]\nlisten = \"127.0.0.1:\(taken.port)\"\n\n" + Self.builtInsOff)
+        var taken: TestHTTPServer? = try TestHTTPServer.start()
+        let port = try #require(taken?.port)
+        let path = try db.writeConfiguration(
+            "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n\n" + Self.builtInsOff
+                + DaemonTests.sqlJob("tick", sql: "SELECT 1"))
+        let daemon = try await DaemonTests.started(path)
+        #expect(
+            try await eventually(timeout: .seconds(20)) {
+                try db.count("SELECT count(*) FROM caretaker.job_runs WHERE job = 'tick' AND status = 'succeeded'") >= 2
+            }, "log:\n\(daemon.log)")
+        #expect(
+            daemon.lines(containing: "cannot listen on 127.0.0.1:\(port) ([metrics] listen): Address already in use")
+                .count == 1, "\(daemon.log)")
+        // The port comes free: within the retry interval the same process serves it.
+        taken = nil
+        #expect(
+            try await eventually(timeout: .seconds(40)) {
+                (try? HTTPGet.fetch(port: port, path: "/metrics").body.contains("caretaker_build_info")) == true
+            }, "log:\n\(daemon.log)")
+        #expect(!daemon.lines(containing: "msg=\"metrics listening\"").isEmpty)
+        #expect(
+            daemon.lines(containing: "cannot listen on 127.0.0.1:\(port)").count == 1, "logged once, not per retry")
+        await DaemonTests.stop(daemon, within: .seconds(20))
+    }
+
+    @Test("an invalid metrics address is a configuration error: exit 78 at start and from check --config-only")
+    func listenAddressInvalid() async throws {
+        let db = try TestDatabase()
+        let path = try db.writeConfiguration("[metrics]\nlisten = \"localhost:9187\"\n\n" + Self.builtInsOff)
         let daemon = try DaemonProcess(config: path)
         #expect(await daemon.waitForExit(timeout: .seconds(10)) == 78)
-        #expect(
-            daemon.log.contains("cannot listen on 127.0.0.1:\(taken.port) ([metrics] listen): Address already in use"),
-            "\(daemon.log)")
+        #expect(daemon.log.contains("metrics.listen"), "\(daemon.log)")
+        let check = try Caretaker.run(["check", "--config-only", "--config", path])
+        #expect(check.status == 78, "\(check.stderr)")
+        #expect(check.stderr.contains("metrics.listen"), "\(check.stderr)")
     }
 
     @Test("the example alerting rules in docs/monitoring.md pass promtool check rules")
