@@ -95,13 +95,15 @@ struct ExpireContent: Job {
 }
 
 /// One run of `expire-content`: its context, queries and counters.
-private final class ExpireContentPass {
+final class ExpireContentPass {
     let settings: ExpireContentSettings
     let context: JobContext
-    let queries: ExpireContentQueries
+    var queries: ExpireContentQueries
     var counters = ExpireContentCounters()
     /// The heap's sample, once a full batch asked whether a backlog waits.
-    private var sample: DueSample?
+    var sample: DueSample?
+    /// On a partitioned `posts`: the partitions the sweep takes, each with its sample.
+    var partitionSweeps: [PartitionSweep] = []
 
     init(settings: ExpireContentSettings, context: JobContext) {
         self.settings = settings
@@ -110,13 +112,17 @@ private final class ExpireContentPass {
     }
 
     func run() throws {
-        if context.dryRun { return try preview() }
+        if context.dryRun {
+            try preview()
+            return try retirePartitions()
+        }
         try expirePacks()
+        if !context.recordStopIfDue() { try retirePartitions() }
         if !context.recordStopIfDue() {
             let backlog = BacklogCheck { try self.sweepDecision() }
             try expirePostsByIndex(backlog)
             if case .sweep(let pages) = backlog.decision {
-                try sweepPosts(pages: pages)
+                if partitionSweeps.isEmpty { try sweepPosts(pages: pages) } else { try sweepPartitions() }
             }
         }
         counters.stats.add("wal_bytes", Int(context.walBytes))
@@ -303,6 +309,11 @@ private final class ExpireContentPass {
 
     /// Samples the heap of a large table: the sweep when much of it is due, else the index path.
     private func sweepDecision() throws -> PostPath {
+        if let partitions = try PostPartitions.read(
+            context.connection, schema: context.schema, maxLifetime: settings.maxLifetime)
+        {
+            return try partitionSweepDecision(partitions)
+        }
         let pages = try heapPages()
         guard pages >= ExpireContent.sweepMinimumPages else { return .index }
         let sample = try sampleDuePosts(pages: pages)
@@ -324,7 +335,7 @@ private final class ExpireContentPass {
     }
 
     /// The posts a sample of the heap's `pages` pages found, and how many of them are due, page by page.
-    private func sampleDuePosts(pages: Int64) throws -> DueSample {
+    func sampleDuePosts(pages: Int64) throws -> DueSample {
         // A fixed number of pages spread over the heap, read by a TID scan: the cost
         // of deciding does not grow with the table (TABLESAMPLE reads a share of it).
         let rows = try context.inBatch { connection in
@@ -332,7 +343,8 @@ private final class ExpireContentPass {
             // scan of a small heap and reads the whole table (15 ms at 5,000 pages).
             try connection.execute(script: "SET LOCAL enable_seqscan = off")
             return try connection.query(
-                queries.sampleDuePosts, queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)]
+                queries.sampleDuePosts,
+                queries.lifetimeParameters + [ExpireContent.sampleRows(pages: pages)] + queries.partitionParameters
             ).rows
         }
         return DueSample(
@@ -348,7 +360,7 @@ private final class ExpireContentPass {
     /// of at most `batch_size` pages (the "equivalent bound on the table pages it
     /// visits" every batch keeps to, used only when much of the table is due), sized so that
     /// one takes about `sweepTargetDuration`.
-    private func sweepPosts(pages: Int64) throws {
+    func sweepPosts(pages: Int64) throws {
         let job = context.job
         var range = SweepRange(
             maximumPages: Int64(max(1, job.batchSize)),
@@ -420,7 +432,8 @@ private final class ExpireContentPass {
     /// the busy share: it is the next stretch's start. Returns the time it took.
     private func prune(_ pages: Range<Int64>) throws -> Duration {
         let started = ContinuousClock.now
-        _ = try context.connection.query(queries.prunePostsOnPages, [pages.lowerBound, pages.upperBound])
+        _ = try context.connection.query(
+            queries.prunePostsOnPages, [pages.lowerBound, pages.upperBound] + queries.partitionParameters)
         counters.stats.add("pruned_pages", pages.count)
         return ContinuousClock.now - started
     }
@@ -429,7 +442,7 @@ private final class ExpireContentPass {
     /// about its size). A range refused by a row the app protects (a foreign key, a
     /// trigger) is redone one due post at a time, the refused ones counted as blocked.
     private func sweepRange(from first: Int64, to last: Int64) throws -> Bool {
-        let parameters = queries.lifetimeParameters + [first, last]
+        let parameters = queries.lifetimeParameters + [first, last] + queries.partitionParameters
         let started = ContinuousClock.now
         do {
             do {

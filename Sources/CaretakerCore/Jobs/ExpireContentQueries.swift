@@ -11,6 +11,10 @@ struct ExpireContentQueries {
 
     let lifetimeParameters: [any PostgresBindable]
     let packParameters: [any PostgresBindable]
+    /// On a partitioned `posts`, the bounds of the partition the sweep's queries read
+    /// (through `posts`, pruned to it: a TID range is one heap's), which follow
+    /// their other parameters; empty otherwise.
+    let partitionParameters: [any PostgresBindable]
 
     /// `$1`–`$4` of a pack look: the lifetime's minimum and maximum, the pack's and the
     /// post's full popularity.
@@ -113,7 +117,12 @@ struct ExpireContentQueries {
     /// The server's page size, what an uncompressed full page image takes.
     static let blockSize = "SELECT current_setting('block_size')::bigint AS block_size"
 
-    init(schema s: String, settings: ExpireContentSettings) {
+    init(schema s: String, settings: ExpireContentSettings, partition: PostPartition.Bounds? = nil) {
+        partitionParameters = partition.map { [$0.lower, $0.upper] } ?? []
+        /// The partition's rows, by bounds that follow parameter `$(n - 1)`.
+        func inPartition(_ n: Int) -> String {
+            partition == nil ? "" : " AND s.created_at >= $\(n)::timestamptz AND s.created_at < $\(n + 1)::timestamptz"
+        }
         lifetimeParameters = [
             settings.minLifetime.microseconds, settings.maxLifetime.microseconds,
             Double(settings.postFullPopularity),
@@ -277,23 +286,23 @@ struct ExpireContentQueries {
             """
         let pageRange = "s.ctid >= format('(%s,0)', $4::bigint)::tid AND s.ctid < format('(%s,0)', $5::bigint)::tid"
         deletePostsOnPages = """
-            DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)
+            DELETE FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)\(inPartition(6))
             """
         prunePostsOnPages = """
             SELECT count(*) AS visited FROM \(s).posts s
-            WHERE s.ctid >= format('(%s,0)', $1::bigint)::tid AND s.ctid < format('(%s,0)', $2::bigint)::tid
+            WHERE s.ctid >= format('(%s,0)', $1::bigint)::tid AND s.ctid < format('(%s,0)', $2::bigint)::tid\(inPartition(3))
             """
         deleteUnlockedPostsOnPages = """
             DELETE FROM \(s).posts s
-            WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages) FOR UPDATE SKIP LOCKED))
-              AND \(postDueOnPages)
+            WHERE s.ctid = ANY(ARRAY(SELECT s.ctid FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)\(inPartition(6)) FOR UPDATE SKIP LOCKED))
+              AND \(postDueOnPages)\(inPartition(6))
             """
         selectDuePostsOnPages = """
-            SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)
+            SELECT s.id FROM \(s).posts s WHERE \(pageRange) AND \(postDueOnPages)\(inPartition(6))
             """
         sampleDuePosts = """
             SELECT (s.ctid::text::point)[0]::bigint AS page, count(*) AS sampled, count(*) FILTER (WHERE \(postDueOnPages)) AS due
-            FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])
+            FROM \(s).posts s WHERE s.ctid = ANY($4::tid[])\(inPartition(5))
             GROUP BY 1
             """
         let packDuePreview = packDue.replacing("$3::float8", with: "$4::float8")

@@ -19,6 +19,13 @@ public struct ExpireContentSettings: Sendable {
     /// were less busy), but counted as work for the busy share it slowed a 2M sweep
     /// under half the `DELETE`'s pace.
     public var pruneSweptPages: Bool = false
+    /// `retire_partitions`: on a `posts` partitioned by range on `created_at`, drop each
+    /// partition whose every post is past `max_lifetime` (`PartitionRetirement.swift`).
+    /// Off by default: it needs the worker to own `posts` (PostgreSQL lets only the
+    /// owner detach and drop partitions, which `migrate --grant` never gives), and an
+    /// operator whose pg_partman already keeps a retention should not get a second one
+    /// unasked.
+    public var retirePartitions: Bool = false
 }
 
 extension ExpireContentSettings {
@@ -35,5 +42,6 @@ extension ExpireContentSettings {
             "pack_full_popularity", default: packFullPopularity, in: 1...Int(Int32.max))
         compressWAL = try table.bool("compress_wal", default: !worker.lowFootprint)
         pruneSweptPages = try table.bool("prune_swept_pages", default: pruneSweptPages)
+        retirePartitions = try table.bool("retire_partitions", default: retirePartitions)
     }
 }
