@@ -229,7 +229,8 @@ import Testing
         let stats = try db.runSucceeding(
             "expire-content", "[jobs.expire-content]\nbatch_size = 10\nmax_runtime = \"1ms\"\n")
         #expect(try stats.reported("posts_deleted") < 50)
-        #expect(try db.runSucceeding("expire-content").reported("posts_deleted") == 50 - stats.reported("posts_deleted"))
+        #expect(
+            try db.runSucceeding("expire-content").reported("posts_deleted") == 50 - stats.reported("posts_deleted"))
     }
 
     @Test("configured lifetimes and popularity thresholds are honoured")

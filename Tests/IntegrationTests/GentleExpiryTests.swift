@@ -54,7 +54,9 @@ import Testing
         let stats = try db.runSucceeding(
             "expire-content", "[jobs.expire-content]\nbatch_size = 100\nmax_wal_rate = \"64MB/s\"\n")
         #expect(stats["posts_deleted"] == 400)
-        #expect(try stats.reported("wal_rate_last_kbps") > 0 && stats.reported("wal_rate_last_kbps") <= 64 * 1024, "\(stats)")
+        #expect(
+            try stats.reported("wal_rate_last_kbps") > 0 && stats.reported("wal_rate_last_kbps") <= 64 * 1024,
+            "\(stats)")
         #expect(try stats.reported("wal_rate_lowest_kbps") >= 4 * 1024, "the floor is max_wal_rate ÷ 16: \(stats)")
         #expect(stats.counters.contains { $0.name == "budget_cuts" }, "\(stats)")
         let fixed = try Self.backlog(400, "fixed")
@@ -185,7 +187,8 @@ import Testing
         // it waited some 250-ms polls, and in all at most half of the run's time.
         #expect(try waiting.reported("vacuum_wait_ms") >= 250, "\(waiting)")
         #expect(
-            try Double(waiting.reported("vacuum_wait_ms")) <= Double(took.microseconds) / 2000, "took \(took): \(waiting)")
+            try Double(waiting.reported("vacuum_wait_ms")) <= Double(took.microseconds) / 2000,
+            "took \(took): \(waiting)")
         #expect(
             try db.count("SELECT count(*) FROM pg_stat_progress_vacuum WHERE pid = $1", vacuumPID) == 1,
             "the vacuum ended before the run: the bound was not tested")
@@ -466,7 +469,9 @@ import Testing
             try Self.run(
                 "expire-content", conninfo: server.conninfo(database: name),
                 settings + "checkpoint_spacing = \"\"\n"))
-        #expect(try scaled.reported("posts_deleted") + uncapped.reported("posts_deleted") == 300_000, "\(scaled)\n\(uncapped)")
+        #expect(
+            try scaled.reported("posts_deleted") + uncapped.reported("posts_deleted") == 300_000,
+            "\(scaled)\n\(uncapped)")
         #expect(try uncapped.reported("wal_rate_lowest_kbps") >= 160 * 1024 / 16, "\(uncapped)")
     }
 
