@@ -56,5 +56,16 @@ import Testing
         #expect(try Caretaker.run(["migrate", "--config", config]).status == 0)
         let healthy = try Caretaker.run(["check", "--config", config])
         #expect(healthy.status == 0, "\(healthy.stdout)")
+        // The pack-look triggers on the partitioned posts, likewise.
+        try db.connection.execute(script: "DROP TRIGGER caretaker_mark_post_deleted ON posts")
+        let trigger = try Caretaker.run(["check", "--config", config])
+        #expect(trigger.status == 1)
+        #expect(
+            trigger.stdout.contains(
+                "trigger caretaker_mark_post_deleted on public.posts is missing; migration 10 (pack looks) creates it"),
+            "\(trigger.stdout)")
+        try db.connection.execute(script: "DELETE FROM caretaker.schema_migrations WHERE version = 10")
+        #expect(try Caretaker.run(["migrate", "--config", config]).status == 0)
+        #expect(try Caretaker.run(["check", "--config", config]).status == 0)
     }
 }

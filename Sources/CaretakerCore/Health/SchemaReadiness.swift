@@ -42,6 +42,24 @@ public enum SchemaReadiness {
         }
     }
 
+    /// The triggers migrations create on the app's tables, by migration version:
+    /// `(table, trigger)`. On a partitioned `posts` they are the parent's (PostgreSQL
+    /// clones a row trigger to every partition, later ones too).
+    static let triggers: [Int: [(table: String, name: String)]] = [
+        Migration.notifyTriggers.version: [
+            ("password_reset_requests", "caretaker_notify_reset_request"),
+            ("community_members", "caretaker_notify_member_left"),
+            ("communities", "caretaker_notify_leader_changed"),
+            ("users", "caretaker_notify_user_deleted"),
+        ],
+        Migration.packLooks.version: [
+            ("packs", "caretaker_mark_new_pack"), ("packs", "caretaker_mark_changed_pack"),
+            ("posts", "caretaker_mark_post_changed"), ("posts", "caretaker_mark_post_deleted"),
+            ("posts", "caretaker_mark_posts_truncated"), ("pack_members", "caretaker_mark_member_left"),
+            ("pack_members", "caretaker_mark_member_moved"), ("pack_members", "caretaker_mark_members_truncated"),
+        ],
+    ]
+
     public static func check(_ connection: Connection, appSchema: String) throws(PostgresError) -> Report {
         let applied = try Migrator(appSchema: appSchema).appliedVersions(on: connection)
         var report = Report()
@@ -70,6 +88,26 @@ public enum SchemaReadiness {
             if row.bool("valid") != true {
                 let lacking = row.string("lacking").map { " (no valid index on partition(s) \($0))" } ?? ""
                 report.missing.append("index \(appSchema).\(name) is not valid\(lacking); \(redo)")
+            }
+        }
+        for migration in Migration.all where applied.contains(migration.version) {
+            for (table, name) in triggers[migration.version] ?? [] {
+                let present = try connection.query(
+                    "SELECT count(*) AS n FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2",
+                    quoteIdentifier(appSchema) + "." + quoteIdentifier(table), name
+                ).first?.int("n")
+                // A missing table is `check`'s column check's to name.
+                if present == 0,
+                    try connection.query(
+                        "SELECT to_regclass($1) IS NOT NULL AS exists",
+                        quoteIdentifier(appSchema) + "." + quoteIdentifier(table)
+                    ).first?.bool("exists") == true
+                {
+                    report.missing.append(
+                        "trigger \(name) on \(appSchema).\(table) is missing; migration \(migration.version) "
+                            + "(\(migration.name)) creates it: DELETE FROM caretaker.schema_migrations WHERE version = "
+                            + "\(migration.version), then run `caretaker migrate`")
+                }
             }
         }
         return report

@@ -188,14 +188,21 @@ extension ExpireContentPass {
     }
 
     /// Runs `body` (statements that cannot run in a transaction) with the session's
-    /// `lock_timeout` at `timeout`, then as it was.
+    /// `lock_timeout` at `timeout` and its `statement_timeout` at the job's (the
+    /// daemon's connections keep a short one for its bookkeeping), then as they were.
     private func withSessionLockTimeout(_ timeout: Duration, _ body: () throws -> Void) throws {
-        let before =
-            try context.connection.query("SELECT current_setting('lock_timeout') AS value").first?.string(
-                "value") ?? "0"
+        let before = try context.connection.query(
+            "SELECT current_setting('lock_timeout') AS locks, current_setting('statement_timeout') AS statements"
+        ).first
+        func milliseconds(_ duration: Duration) -> String { "\(max(duration.microseconds / 1000, 1))ms" }
         try context.connection.query(
-            "SELECT set_config('lock_timeout', $1, false)", "\(max(timeout.microseconds / 1000, 1))ms")
-        defer { _ = try? context.connection.query("SELECT set_config('lock_timeout', $1, false)", before) }
+            "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)",
+            milliseconds(timeout), milliseconds(context.job.statementTimeout))
+        defer {
+            _ = try? context.connection.query(
+                "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)",
+                before?.string("locks") ?? "0", before?.string("statements") ?? "0")
+        }
         try body()
     }
 }
