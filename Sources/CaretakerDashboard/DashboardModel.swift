@@ -50,6 +50,8 @@ public struct JobOverview: Sendable {
 public struct CounterSeries: Sendable, Equatable {
     public var counter: String
     public var buckets: [Int64]
+    /// How the chart colours it, as the job declares the counter.
+    public var tone: ChartedCounter.Tone = .work
     public var total: Int64 { buckets.reduce(0, +) }
 }
 

@@ -57,7 +57,8 @@ public enum DashboardQueries {
             let series = DashboardCounters.main(for: job).map { counter in
                 CounterSeries(
                     counter: counter,
-                    buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount))
+                    buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount),
+                    tone: job.builtIn?.tone(of: counter) ?? .work)
             }
             return summary(
                 job, now: now, health: health[job.name], lastRun: last, marks: marks, missed: missed, series: series)

@@ -107,7 +107,7 @@ import Testing
 
     @Test("only send-temp-passwords sends mail, only prune deletes run history")
     func flags() {
-        #expect(BuiltInJob.allCases.filter(\.sendsMail) == [.sendTempPasswords])
-        #expect(BuiltInJob.allCases.filter(\.deletesRunHistory) == [.prune])
+        #expect(BuiltInJob.allCases.filter(\.sendsMail) == [BuiltInJob(SendTempPasswords.self)])
+        #expect(BuiltInJob.allCases.filter(\.deletesRunHistory) == [BuiltInJob(Prune.self)])
     }
 }

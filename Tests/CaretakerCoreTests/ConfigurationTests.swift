@@ -17,7 +17,7 @@ import Testing
         }
     }
 
-    @Test("an empty file gives SPEC's defaults")
+    @Test("an empty file gives the documented defaults")
     func defaults() throws {
         let configuration = try parse("")
         #expect(configuration.database.appSchema == "public")
@@ -36,13 +36,14 @@ import Testing
         #expect(expire.maxRuntime == .seconds(300))
         #expect(expire.batchSize == 1000)
         #expect(expire.catchUp && expire.maxRetries == 3 && expire.enabled)
-        guard case .expireContent(let settings) = expire.settings else {
+        guard let settings = expire.settings(as: ExpireContentSettings.self) else {
             Issue.record("wrong settings")
             return
         }
         #expect(settings.minLifetime == .seconds(86400) && settings.maxLifetime == .seconds(172_800))
         #expect(settings.postFullPopularity == 100 && settings.packFullPopularity == 100)
-        guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
+        guard let mail = configuration.job(named: "send-temp-passwords")?.settings(as: SendTempPasswordsSettings.self)
+        else {
             Issue.record("wrong settings")
             return
         }
@@ -68,8 +69,8 @@ import Testing
             #expect(left.checkpointSpacing == right.checkpointSpacing, "\(left.name)")
             #expect(left.maxReplicaLag == right.maxReplicaLag && left.synchronousCommit == right.synchronousCommit)
         }
-        if case .expireContent(let annotatedExpiry)? = annotated.job(named: "expire-content")?.settings,
-            case .expireContent(let defaultExpiry)? = defaults.job(named: "expire-content")?.settings
+        if let annotatedExpiry = annotated.job(named: "expire-content")?.settings(as: ExpireContentSettings.self),
+            let defaultExpiry = defaults.job(named: "expire-content")?.settings(as: ExpireContentSettings.self)
         {
             #expect(annotatedExpiry.compressWAL == defaultExpiry.compressWAL)
             #expect(annotatedExpiry.pruneSweptPages == defaultExpiry.pruneSweptPages)
@@ -86,8 +87,8 @@ import Testing
             #expect(left.maxWALRate == right.maxWALRate, "\(left.name)")
             #expect(left.waitForVacuum == right.waitForVacuum, "\(left.name)")
         }
-        guard case .expireContent(let expiry)? = pi.job(named: "expire-content")?.settings,
-            case .sendTempPasswords(let mail)? = pi.job(named: "send-temp-passwords")?.settings
+        guard let expiry = pi.job(named: "expire-content")?.settings(as: ExpireContentSettings.self),
+            let mail = pi.job(named: "send-temp-passwords")?.settings(as: SendTempPasswordsSettings.self)
         else {
             Issue.record("wrong settings")
             return
@@ -107,12 +108,13 @@ import Testing
         #expect(configuration.job(named: "expire-content")?.waitForVacuum == true)
         #expect(configuration.job(named: "prune")?.waitForVacuum == false)
         #expect(try parse("").job(named: "expire-content")?.waitForVacuum == false)
-        guard case .sendTempPasswords(let mail)? = configuration.job(named: "send-temp-passwords")?.settings else {
+        guard let mail = configuration.job(named: "send-temp-passwords")?.settings(as: SendTempPasswordsSettings.self)
+        else {
             Issue.record("wrong settings")
             return
         }
         #expect(mail.bcryptCost == 10)
-        guard case .expireContent(let expiry)? = configuration.job(named: "expire-content")?.settings else {
+        guard let expiry = configuration.job(named: "expire-content")?.settings(as: ExpireContentSettings.self) else {
             Issue.record("wrong settings")
             return
         }
@@ -124,7 +126,7 @@ import Testing
         #expect(explicit.job(named: "expire-content")?.waitForVacuum == false)
         #expect(explicit.job(named: "prune")?.waitForVacuum == true)
         #expect(explicit.job(named: "prune")?.batchSize == 50)
-        guard case .expireContent(let compressing)? = explicit.job(named: "expire-content")?.settings else {
+        guard let compressing = explicit.job(named: "expire-content")?.settings(as: ExpireContentSettings.self) else {
             Issue.record("wrong settings")
             return
         }
@@ -141,7 +143,7 @@ import Testing
         #expect(expire.checkpointSpacing == .scaled)
         #expect(expire.maxBusyShare == 80)
         #expect(!expire.synchronousCommit)
-        guard case .expireContent(let expiry) = expire.settings else {
+        guard let expiry = expire.settings(as: ExpireContentSettings.self) else {
             Issue.record("wrong settings")
             return
         }

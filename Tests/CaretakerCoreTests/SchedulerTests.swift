@@ -182,12 +182,12 @@ struct SchedulerTests {
         let now = Self.at("2026-01-01T10:00:31Z")
         _ = scheduler.notified(channel: "something_else")
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
-        _ = scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
+        _ = scheduler.notified(channel: SendTempPasswords.notifyChannel!)
         #expect(scheduler.nextWake(now: now, freePlaces: .max, canRecord: true) == now)
         let first = Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true))
         #expect(Self.describe(first) == ["send-temp-passwords notify - 1"])
         // A NOTIFY while it runs waits for the run to end.
-        _ = scheduler.notified(channel: BuiltInJob.sendTempPasswords.notifyChannel!)
+        _ = scheduler.notified(channel: SendTempPasswords.notifyChannel!)
         #expect(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true).isEmpty)
         _ = scheduler.finished(first[0], Self.succeeded, now: now)
         #expect(
@@ -200,7 +200,7 @@ struct SchedulerTests {
                 == ["leader-succession notify - 1"])
         #expect(
             Scheduler.notifyChannels(of: jobs) == [
-                BuiltInJob.leaderSuccession.notifyChannel!, BuiltInJob.sendTempPasswords.notifyChannel!,
+                LeaderSuccession.notifyChannel!, SendTempPasswords.notifyChannel!,
             ])
     }
 
@@ -536,7 +536,7 @@ struct SchedulerTests {
     @Test("a NOTIFY while a retry waits: the job runs soon as notify, or as that retry when it has come due by then")
     func notifyWhileARetryWaits() throws {
         let jobs = try Self.jobs(keep: ["send-temp-passwords"])
-        let channel = try #require(BuiltInJob.sendTempPasswords.notifyChannel)
+        let channel = try #require(SendTempPasswords.notifyChannel)
         var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:00:30Z")
         var now = Self.at("2026-01-01T10:01:00Z")
         let first = try #require(Self.starts(scheduler.dispatch(now: now, freePlaces: .max, canRecord: true)).first)
@@ -593,7 +593,7 @@ struct SchedulerTests {
         #expect(Self.queued(scheduler, "send-temp-passwords")?.trigger == .schedule)
         // notified → queued by the slot.
         var notified = Self.scheduler(jobs, maxConcurrentJobs: 0, now: "2026-01-01T10:00:30Z")
-        _ = notified.notified(channel: try #require(BuiltInJob.sendTempPasswords.notifyChannel))
+        _ = notified.notified(channel: try #require(SendTempPasswords.notifyChannel))
         _ = notified.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true)
         #expect(Self.queued(notified, "send-temp-passwords")?.slot == Self.at("2026-01-01T10:01:00Z"))
     }
@@ -743,7 +743,9 @@ struct ReloadLowFootprintTests {
         #expect(configuration.worker.maxConcurrentJobs == 2)
         #expect(configuration.worker.batchPause == .zero)
         #expect(configuration.job(named: "expire-content")?.batchSize == 1000)
-        guard case .sendTempPasswords(let settings)? = configuration.job(named: "send-temp-passwords")?.settings else {
+        guard
+            let settings = configuration.job(named: "send-temp-passwords")?.settings(as: SendTempPasswordsSettings.self)
+        else {
             Issue.record("no send-temp-passwords")
             return
         }

@@ -304,7 +304,7 @@ import Testing
         #expect(all.warnings.isEmpty)
 
         var enabled = Set(BuiltInJob.allCases)
-        enabled.remove(.leaderSuccession)
+        enabled.remove(try #require(BuiltInJob(rawValue: "leader-succession")))
         let leaderOff = try SchemaCheck.check(db.connection, appSchema: "public", enabled: enabled)
         #expect(leaderOff.problems == [wrongType, sharedColumn])
         #expect(

@@ -112,7 +112,7 @@ import Testing
     @Test("leader-succession alone: it locks the new leader's user row with UPDATE on users.id only")
     func leaderSuccessionAlone() throws {
         let db = try TestDatabase()
-        let others = BuiltInJob.allCases.filter { $0 != .leaderSuccession }.map(\.rawValue)
+        let others = BuiltInJob.allCases.filter { $0.rawValue != LeaderSuccession.name }.map(\.rawValue)
         try db.grantWorker(others.map { "[jobs.\($0)]\nenabled = false\n" }.joined())
         #expect(try db.count("SELECT has_column_privilege($1, 'users', 'id', 'UPDATE')::int", Self.worker) == 1)
         #expect(

@@ -23,7 +23,7 @@ extension ConfigurationLoader {
     static let defaultMaxBusyShare = 80
 
     static func readJobs(
-        _ root: inout TableReader, worker: WorkerOptions
+        _ root: inout TableReader, worker: WorkerOptions, catalogue: [BuiltInJob]
     ) throws(ConfigurationError) -> [JobConfiguration] {
         let jobsTable = try root.optionalTable("jobs") ?? TableReader.emptyTable
         for entry in jobsTable.entries {
@@ -34,24 +34,29 @@ extension ConfigurationLoader {
             }
         }
         var jobs: [JobConfiguration] = []
-        for builtIn in BuiltInJob.allCases {
+        for builtIn in catalogue {
             jobs.append(
-                try readJob(named: builtIn.rawValue, builtIn: builtIn, in: jobsTable, file: root.file, worker: worker))
+                try readJob(
+                    named: builtIn.rawValue, builtIn: builtIn, in: jobsTable, file: root.file, worker: worker,
+                    catalogue: catalogue))
         }
-        for entry in jobsTable.entries where BuiltInJob(rawValue: entry.key) == nil {
-            jobs.append(try readJob(named: entry.key, builtIn: nil, in: jobsTable, file: root.file, worker: worker))
+        for entry in jobsTable.entries where !catalogue.contains(where: { $0.rawValue == entry.key }) {
+            jobs.append(
+                try readJob(
+                    named: entry.key, builtIn: nil, in: jobsTable, file: root.file, worker: worker,
+                    catalogue: catalogue))
         }
         return jobs
     }
 
     private static func readJob(
         named name: String, builtIn: BuiltInJob?, in jobs: TOMLTable,
-        file: String, worker: WorkerOptions
+        file: String, worker: WorkerOptions, catalogue: [BuiltInJob]
     ) throws(ConfigurationError) -> JobConfiguration {
         var ownTable: TOMLTable = TableReader.emptyTable
         if case .table(let found)? = jobs[name] { ownTable = found }
         var table = TableReader(ownTable, path: "jobs.\(name)", file: file)
-        if builtIn == nil { try validateOperatorJobName(name, table: table) }
+        if builtIn == nil { try validateOperatorJobName(name, table: table, catalogue: catalogue) }
 
         let settings: JobSettings =
             if let builtIn {
@@ -68,7 +73,9 @@ extension ConfigurationLoader {
         return job
     }
 
-    private static func validateOperatorJobName(_ name: String, table: TableReader) throws(ConfigurationError) {
+    private static func validateOperatorJobName(
+        _ name: String, table: TableReader, catalogue: [BuiltInJob]
+    ) throws(ConfigurationError) {
         let allowed = name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
         guard allowed, !name.isEmpty, name.count <= 48 else {
             throw ConfigurationError(
@@ -76,7 +83,7 @@ extension ConfigurationLoader {
                 message: "a job name may use letters, digits, - and _ (at most 48)")
         }
         guard table.table["sql"] != nil else {
-            let builtIns = BuiltInJob.allCases.map(\.rawValue).joined(separator: ", ")
+            let builtIns = catalogue.map(\.rawValue).joined(separator: ", ")
             throw ConfigurationError(
                 file: table.file, line: table.table.headerLine, key: "jobs.\(name)",
                 message: "unknown job; the built-in jobs are \(builtIns), and an operator job needs sql = \"…\"")

@@ -31,8 +31,9 @@ public enum ConfigurationLoader {
     }
 
     /// Validates configuration text; `file` is only used in messages and to resolve `template_file`.
-    public static func parse(
-        _ text: String, file: String, lowFootprint: Bool? = nil
+    /// `catalogue` is the built-in jobs the file may configure (a test adds its own job to it).
+    static func parse(
+        _ text: String, file: String, lowFootprint: Bool? = nil, catalogue: [BuiltInJob]
     ) throws(ConfigurationError) -> Configuration {
         let document: TOMLDocument
         do {
@@ -48,12 +49,19 @@ public enum ConfigurationLoader {
         let mail = try readMail(&root)
         let metrics = try readMetrics(&root)
         let alerts = try readAlerts(&root)
-        let jobs = try readJobs(&root, worker: worker)
+        let jobs = try readJobs(&root, worker: worker, catalogue: catalogue)
         let dashboard = try readDashboard(&root)
         try root.finish()
         return Configuration(
             file: file, database: database, worker: worker, mail: mail,
             metrics: metrics, alerts: alerts, dashboard: dashboard, jobs: jobs)
+    }
+
+    /// Validates configuration text; `file` is only used in messages and to resolve `template_file`.
+    public static func parse(
+        _ text: String, file: String, lowFootprint: Bool? = nil
+    ) throws(ConfigurationError) -> Configuration {
+        try parse(text, file: file, lowFootprint: lowFootprint, catalogue: BuiltInJob.allCases)
     }
 
     // MARK: Sections

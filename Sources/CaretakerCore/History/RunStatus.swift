@@ -1,7 +1,7 @@
 /// How a run came about (`job_runs.trigger`).
 public enum RunTrigger: String, Sendable, CaseIterable {
     case schedule, catchUp = "catch-up", manual, notify, retry
-    /// A job's deadline query said its work was due (logout-inactive: a session's idle deadline).
+    /// A job's deadline query said its work was due (a session's idle deadline, say).
     case deadline
 }
 

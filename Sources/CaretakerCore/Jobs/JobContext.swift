@@ -66,7 +66,7 @@ public final class JobContext: @unchecked Sendable {
     /// runs one batch and returns how many rows it handled (or candidates it
     /// looked at). Fewer than `batch_size` means nothing more waits, and the loop
     /// ends; after a full one `continueAfterFullBatch` may end it too
-    /// (expire-content's switch to its page sweep), else the job's pause
+    /// (a job switching to another way of working), else the job's pause
     /// (`pauseBetweenBatches()`) comes before the next.
     public func repeatBatches(
         continueAfterFullBatch: () throws -> Bool = { true },

@@ -7,7 +7,7 @@ extension Migration {
             CREATE OR REPLACE FUNCTION {{app}}.caretaker_notify_reset_request() RETURNS trigger
                 LANGUAGE plpgsql AS $$
                 BEGIN
-                    PERFORM pg_notify('\#(BuiltInJob.sendTempPasswords.notifyChannel!)', NEW.id::text);
+                    PERFORM pg_notify('\#(SendTempPasswords.notifyChannel!)', NEW.id::text);
                     RETURN NULL;
                 END $$;
             DROP TRIGGER IF EXISTS caretaker_notify_reset_request ON {{app}}.password_reset_requests;
@@ -23,11 +23,11 @@ extension Migration {
                         RETURN NULL;
                     END IF;
                     IF TG_TABLE_NAME = 'community_members' THEN
-                        PERFORM pg_notify('\#(BuiltInJob.leaderSuccession.notifyChannel!)', OLD.community_id::text);
+                        PERFORM pg_notify('\#(LeaderSuccession.notifyChannel!)', OLD.community_id::text);
                     ELSIF TG_TABLE_NAME = 'communities' THEN
-                        PERFORM pg_notify('\#(BuiltInJob.leaderSuccession.notifyChannel!)', NEW.id::text);
+                        PERFORM pg_notify('\#(LeaderSuccession.notifyChannel!)', NEW.id::text);
                     ELSE
-                        PERFORM pg_notify('\#(BuiltInJob.leaderSuccession.notifyChannel!)', 'user:' || NEW.id::text);
+                        PERFORM pg_notify('\#(LeaderSuccession.notifyChannel!)', 'user:' || NEW.id::text);
                     END IF;
                     RETURN NULL;
                 END $$;

@@ -94,7 +94,7 @@ extension Migration {
             DROP TRIGGER IF EXISTS caretaker_mark_post_deleted ON {{app}}.posts;
             CREATE TRIGGER caretaker_mark_post_deleted
                 AFTER DELETE ON {{app}}.posts
-                FOR EACH STATEMENT WHEN (current_setting('application_name') <> 'caretaker/\#(BuiltInJob.expireContent.rawValue)')
+                FOR EACH STATEMENT WHEN (current_setting('application_name') <> 'caretaker/\#(ExpireContent.name)')
                 EXECUTE FUNCTION {{app}}.caretaker_mark_pack();
             DROP TRIGGER IF EXISTS caretaker_mark_posts_truncated ON {{app}}.posts;
             CREATE TRIGGER caretaker_mark_posts_truncated
@@ -104,7 +104,7 @@ extension Migration {
             DROP TRIGGER IF EXISTS caretaker_mark_member_left ON {{app}}.pack_members;
             CREATE TRIGGER caretaker_mark_member_left
                 AFTER DELETE ON {{app}}.pack_members
-                FOR EACH ROW WHEN (current_setting('application_name') <> 'caretaker/\#(BuiltInJob.expireContent.rawValue)')
+                FOR EACH ROW WHEN (current_setting('application_name') <> 'caretaker/\#(ExpireContent.name)')
                 EXECUTE FUNCTION {{app}}.caretaker_mark_pack('old.pack_id');
             DROP TRIGGER IF EXISTS caretaker_mark_member_moved ON {{app}}.pack_members;
             CREATE TRIGGER caretaker_mark_member_moved

@@ -28,13 +28,16 @@ public struct RuntimeGrants: Sendable {
     public let appSchema: String
     /// The enabled built-in jobs the grants cover.
     public let jobs: [String]
+    /// The app tables the role loses every right on before the grants: those of the
+    /// catalogue's jobs (`referenceTables`) and of any other configured job.
+    let revokedTables: [String]
     /// caretaker's own tables (schema `caretaker`), by name.
     public let caretakerTables: [String: TablePrivileges]
     /// Tables in `appSchema`, by name; only those some enabled job touches.
     public let appTables: [String: TablePrivileges]
     /// Server parameters the role may set for its own transactions (`GRANT SET ON
-    /// PARAMETER`, PostgreSQL 15): `wal_compression` when expire-content compresses its
-    /// sweep's full page images (`compress_wal = true`).
+    /// PARAMETER`, PostgreSQL 15), as the enabled jobs declare them
+    /// (`JobDefinition.settableParameters`, such as `wal_compression`).
     public let parameters: [String]
     /// Some enabled job keeps `max_replica_lag`, which needs the standbys' replay positions:
     /// `apply` says so when the role may not see them (`pg_read_all_stats`). Not granted
@@ -46,16 +49,14 @@ public struct RuntimeGrants: Sendable {
     public init(appSchema: String, jobs: [JobConfiguration]) {
         self.appSchema = appSchema
         watchesStandbys = jobs.contains { $0.enabled && $0.maxReplicaLag != nil }
-        var caretakerTables = Self.bookkeeping
+        var caretakerTables = Self.bookkeeping.merging(Self.jobOwnTables) { a, _ in a }
         var appTables: [String: TablePrivileges] = [:]
         var covered: [String] = []
         var parameters: [String] = []
         for job in jobs where job.enabled {
             guard let builtIn = job.builtIn else { continue }
             covered.append(job.name)
-            if case .expireContent(let settings) = job.settings, settings.compressWAL {
-                parameters.append("wal_compression")
-            }
+            parameters += job.settableParameters
             for (table, privileges) in builtIn.appTablePrivileges {
                 appTables[table, default: TablePrivileges()].merge(privileges)
             }
@@ -68,6 +69,11 @@ public struct RuntimeGrants: Sendable {
             }
         }
         self.jobs = covered
+        var revoked = Self.referenceTables
+        for table in jobs.compactMap(\.builtIn).flatMap(\.appColumns) where !revoked.contains(table.name) {
+            revoked.append(table.name)
+        }
+        self.revokedTables = revoked
         self.caretakerTables = caretakerTables
         self.appTables = appTables
         self.parameters = Self.settableParameters.filter(parameters.contains)
@@ -85,11 +91,13 @@ public struct RuntimeGrants: Sendable {
         // [alerts]: each instance reads and claims the alert state of every job.
         "job_alerts": TablePrivileges(allColumns: true),
         "schema_migrations": TablePrivileges(select: ["version", "app_schema", "applied_at"]),
-        // expire-content's pack looks: nothing unless it is enabled.
-        "pack_looks": TablePrivileges(),
-        "pack_marks": TablePrivileges(),
-        "pack_look_state": TablePrivileges(),
     ]
+
+    /// caretaker's tables that belong to a job (`JobDefinition.caretakerTablePrivileges`):
+    /// nothing on them unless the job is enabled.
+    static let jobOwnTables: [String: TablePrivileges] = Dictionary(
+        BuiltInJob.allCases.flatMap(\.caretakerTablePrivileges.keys).map { ($0, TablePrivileges()) },
+        uniquingKeysWith: { a, _ in a })
 
     /// The app tables the built-in jobs work on (the reference schema, docs/schema.md), from the
     /// catalogue: the role loses every right on each, then gets what the enabled jobs need.
@@ -102,8 +110,8 @@ public struct RuntimeGrants: Sendable {
         let grantee = quoteIdentifier(role)
         var statements = ["GRANT USAGE ON SCHEMA caretaker, \(quoteIdentifier(appSchema)) TO \(grantee)"]
         let known =
-            Self.bookkeeping.keys.sorted().map { ("caretaker", $0, caretakerTables[$0]) }
-            + Self.referenceTables.map { (appSchema, $0, appTables[$0]) }
+            caretakerTables.keys.sorted().map { ("caretaker", $0, caretakerTables[$0]) }
+            + revokedTables.map { (appSchema, $0, appTables[$0]) }
         for (schema, table, privileges) in known {
             let name = quoteIdentifier(schema) + "." + quoteIdentifier(table)
             statements.append("REVOKE ALL ON TABLE \(name) FROM \(grantee)")

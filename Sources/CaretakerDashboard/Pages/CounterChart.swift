@@ -1,3 +1,5 @@
+import CaretakerCore
+
 /// A small bar chart of one counter of one job, summed per bucket of the window.
 enum CounterChart {
     static let width = 264.0
@@ -6,6 +8,7 @@ enum CounterChart {
     static let top = 13.0
 
     static func svg(_ series: CounterSeries, job: String, window: TimeWindow) -> String {
+        let colour = Self.colour(series.tone)
         let maximum = max(series.buckets.max() ?? 0, 1)
         let barWidth = width / Double(max(series.buckets.count, 1))
         let per = window == .day ? "hour" : "6 hours"
@@ -18,7 +21,7 @@ enum CounterChart {
             let barHeight = max(1, Double(value) / Double(maximum) * (height - 4))
             svg +=
                 "<rect class=\"bar\" x=\"\(f(Double(index) * barWidth + 0.5))\" y=\"\(f(top + height - barHeight))\" "
-                + "width=\"\(f(max(barWidth - 1, 1)))\" height=\"\(f(barHeight))\" fill=\"\(colour(series.counter))\">"
+                + "width=\"\(f(max(barWidth - 1, 1)))\" height=\"\(f(barHeight))\" fill=\"\(colour)\">"
                 + "<title>\(value)</title></rect>"
         }
         svg +=
@@ -29,8 +32,13 @@ enum CounterChart {
         return svg + "</svg>"
     }
 
-    private static func colour(_ counter: String) -> String {
-        counter == "failed" ? "#d1362f" : counter.hasPrefix("packs") ? "#7b5cc4" : "#2f6fd6"
+    /// The colour of a counter's bars, as its job declares the counter (`ChartedCounter.Tone`).
+    private static func colour(_ tone: ChartedCounter.Tone) -> String {
+        switch tone {
+        case .work: "#2f6fd6"
+        case .secondary: "#7b5cc4"
+        case .failure: "#d1362f"
+        }
     }
 
     private static func f(_ value: Double) -> String { TimelineChart.f(value) }
