@@ -20,7 +20,7 @@ public enum DashboardQueries {
         let clock = try connection.query(
             """
             SELECT extract(epoch FROM now())::float8 AS now,
-                   (SELECT extract(epoch FROM min(applied_at))::float8 FROM caretaker.schema_migrations) AS installed
+                   \(Migrator.installedAtSQL) AS installed
             """
         ).first
         guard let nowSeconds = clock?.double("now") else {

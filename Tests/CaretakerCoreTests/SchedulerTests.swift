@@ -692,6 +692,60 @@ struct SchedulerTests {
         #expect(scheduler.runningCount == 0)
     }
 
+    @Test("a slot waiting behind a run: a NOTIFY leaves it, a reload gives it the new configuration")
+    func slotBehindARun() throws {
+        let jobs = try Self.jobs(keep: ["send-temp-passwords"])
+        var scheduler = Self.scheduler(jobs, now: "2026-01-01T10:00:30Z")
+        let run = try #require(
+            Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:01:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        let skip = try #require(
+            Self.skips(scheduler.dispatch(now: Self.at("2026-01-01T10:02:00Z"), freePlaces: .max, canRecord: true))
+                .first)
+        _ = scheduler.skipRecorded(skip, .previousRunEnded)
+        _ = scheduler.notified(channel: try #require(SendTempPasswords.notifyChannel))
+        let after = try Self.jobs(keep: ["send-temp-passwords"], "[jobs.send-temp-passwords]\nmax_retries = 7\n")
+        _ = scheduler.reload(jobs: after, maxConcurrentJobs: 2, now: Self.at("2026-01-01T10:02:01Z"))
+        guard case .running(.run(let next))? = scheduler.state(of: "send-temp-passwords") else {
+            Issue.record("the slot no longer waits: \(String(describing: scheduler.state(of: "send-temp-passwords")))")
+            return
+        }
+        #expect(next.slot == Self.at("2026-01-01T10:02:00Z") && next.job.maxRetries == 7)
+        _ = scheduler.finished(run, Self.succeeded, now: Self.at("2026-01-01T10:02:02Z"))
+        #expect(
+            Self.describe(
+                Self.starts(scheduler.dispatch(now: Self.at("2026-01-01T10:02:02Z"), freePlaces: .max, canRecord: true))
+            )
+                == ["send-temp-passwords schedule 2026-01-01T10:02:00Z 1"])
+    }
+
+    @Test("a NOTIFY while a job waits for its deadline query: notified, keeping a waiting retry")
+    func notifyWhileWaitingForADeadline() throws {
+        let catalogue = BuiltInJob.allCases + [BuiltInJob(NotifiedAndDeadlineJob.self)]
+        let disabled = Self.builtIns.map { "[jobs.\($0)]\nenabled = false\n" }.joined()
+        let jobs = try ConfigurationLoader.parse(
+            "[worker]\ntimezone = \"UTC\"\n" + disabled, file: "jobs.toml", catalogue: catalogue
+        ).jobs
+        let job = try Self.job(NotifiedAndDeadlineJob.name, jobs)
+        let start = Self.at("2026-01-01T10:00:30Z")
+        var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
+        _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
+        let run = try #require(Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true)).first)
+        _ = scheduler.finished(run, Self.failed, now: start)
+        let retry = try #require(Self.retry(scheduler, job.name))
+        #expect(Self.deadlineCheck(scheduler, job.name) == start)
+        _ = scheduler.notified(channel: NotifiedAndDeadlineJob.notifyChannel!)
+        guard case .notified(let kept)? = scheduler.state(of: job.name) else {
+            Issue.record("not notified: \(String(describing: scheduler.state(of: job.name)))")
+            return
+        }
+        #expect(kept == retry)
+        #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
+        #expect(
+            Self.describe(Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true)))
+                == ["\(NotifiedAndDeadlineJob.name) notify - 1"])
+    }
+
     // MARK: DST
 
     @Test(
@@ -774,4 +828,30 @@ struct ReloadLowFootprintTests {
             path: path, runningLowFootprint: true, lowFootprintFlag: true)
         #expect(!ignoredFlagged && flagged.worker.lowFootprint)
     }
+}
+
+/// A job that both a NOTIFY and a deadline query wake (no built-in job is both).
+struct NotifiedAndDeadlineJob: JobDefinition {
+    struct Settings: Sendable {}
+    static let name = "notified-and-deadline"
+    static let defaultSchedule = "@hourly"
+    static var notifyChannel: String? { "notified_and_deadline" }
+
+    static func readSettings(
+        _ table: inout TableReader, file: String, worker: WorkerOptions
+    ) throws(ConfigurationError) -> Settings { Settings() }
+
+    static func make(_ settings: Settings, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self { Self() }
+
+    static func wakeups(_ settings: Settings) -> JobWakeups {
+        JobWakeups(
+            notifyChannel: notifyChannel, nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) },
+            deadlineLookahead: .seconds(600))
+    }
+
+    static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
+    static var appColumns: [SchemaCheck.AppTable] { [] }
+    static var chartedCounters: [ChartedCounter] { [] }
+
+    func run(_ context: JobContext) throws -> JobStats { JobStats() }
 }

@@ -40,7 +40,7 @@ public struct JobHealth: Sendable {
             let clock = try connection.query(
                 """
                 SELECT extract(epoch FROM now()) AS now,
-                       (SELECT extract(epoch FROM min(applied_at)) FROM caretaker.schema_migrations) AS installed
+                       \(Migrator.installedAtSQL) AS installed
                 """
             ).first, let now = clock.double("now")
         else { return [] }

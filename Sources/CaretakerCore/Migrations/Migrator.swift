@@ -49,11 +49,16 @@ public struct Migrator: Sendable {
         return Set(rows.compactMap { $0.int("version") })
     }
 
+    /// A scalar subquery: when caretaker's schema was installed (its first migration, as
+    /// epoch seconds on the database clock; NULL before that). A query that reads it
+    /// beside other values splices this in rather than asking again.
+    public static let installedAtSQL =
+        "(SELECT extract(epoch FROM min(applied_at))::float8 FROM caretaker.schema_migrations)"
+
     /// When caretaker's schema was installed (its first migration, database clock); nil before that.
     public static func installedAt(on connection: Connection) throws(PostgresError) -> Date? {
-        try connection.query(
-            "SELECT extract(epoch FROM (SELECT min(applied_at) FROM caretaker.schema_migrations))::float8 AS installed"
-        ).first?.double("installed").map { Date(timeIntervalSince1970: $0) }
+        try connection.query("SELECT \(installedAtSQL) AS installed").first?.double("installed")
+            .map { Date(timeIntervalSince1970: $0) }
     }
 
     /// The migrations `migrate` would apply now.
