@@ -66,7 +66,7 @@ container_boot() {
     local nspawn=$!
     echo "$nspawn" >"$container_dir/nspawn.pid"
     for ((i = 0; i < 300; i++)); do
-        container_pid=$(ps -o pid= --ppid "$nspawn" 2>/dev/null | head -n 1 | tr -d ' ')
+        container_pid=$(ps -o pid= --ppid "$nspawn" 2>/dev/null | head -n 1 | tr -d ' ' || true)
         if [ -n "$container_pid" ] && [ "$(cat "/proc/$container_pid/comm" 2>/dev/null)" = systemd ]; then
             state=$(container_run systemctl is-system-running 2>/dev/null || true)
             case "$state" in running | degraded) return 0 ;; esac
@@ -92,16 +92,17 @@ container_stop() {
     nspawn=$(cat "$container_dir/nspawn.pid" 2>/dev/null || true)
     if [ -n "$nspawn" ] && kill -0 "$nspawn" 2>/dev/null; then
         # SIGRTMIN+4 asks systemd for a clean poweroff.
-        [ -n "$container_pid" ] && kill -RTMIN+4 "$container_pid" 2>/dev/null
+        # (Every step may fail here: this runs from EXIT traps under set -e.)
+        [ -n "$container_pid" ] && kill -RTMIN+4 "$container_pid" 2>/dev/null || true
         for ((i = 0; i < 200; i++)); do
             kill -0 "$nspawn" 2>/dev/null || break
             sleep 0.1
         done
-        kill -KILL "$nspawn" 2>/dev/null
-        wait "$nspawn" 2>/dev/null
+        kill -KILL "$nspawn" 2>/dev/null || true
+        wait "$nspawn" 2>/dev/null || true
     fi
-    umount "$container_dir/root" 2>/dev/null || umount -l "$container_dir/root" 2>/dev/null
-    rm -rf "$container_dir"
+    umount "$container_dir/root" 2>/dev/null || umount -l "$container_dir/root" 2>/dev/null || true
+    rm -rf "$container_dir" || true
     container_dir=""
     container_pid=""
     return 0
