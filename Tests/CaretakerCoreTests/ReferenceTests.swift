@@ -80,7 +80,11 @@ import Testing
     func metrics() throws {
         let metrics = CaretakerMetrics(version: "1.0")
         metrics.declare(jobs: ["j"])
-        metrics.recordRun(job: "j", status: .succeeded, stats: JobStats([("rows", 1)]), duration: 0.2)
+        // A stat of each kind (a count, bytes, time spent, a one-run figure), so that every
+        // series a run can create is exposed.
+        metrics.recordRun(
+            job: "j", status: .succeeded,
+            stats: JobStats([("rows", 1), ("wal_bytes", 2), ("throttled_ms", 3), ("batch_p99_ms", 4)]), duration: 0.2)
         metrics.recordSkipped([HistoryReadings.SkippedSlots(job: "j", reason: "missed while no worker ran", slots: 1)])
         metrics.update(
             HistoryReadings(jobs: [
