@@ -50,15 +50,22 @@ extension ExpireContentPass {
             }
             return
         }
+        var stillPending = false
         for partition in partitions where partition.detachPending {
             if context.recordStopIfDue() { return }
             // Its posts are no longer seen through posts: count them in the table itself.
-            if try finishDetach(partition) { try dropDetached(partition.qualified, name: partition.displayName) }
+            if try finishDetach(partition) {
+                try dropDetached(partition.qualified, name: partition.displayName)
+            } else {
+                stillPending = true
+            }
         }
         for table in try detachedLeftovers() {
             if context.recordStopIfDue() { return }
             try dropDetached(table, name: table)
         }
+        // PostgreSQL allows one pending detach per table: none starts while one waits.
+        if stillPending { return }
         let hasDefault = partitions.contains(where: \.isDefault)
         for partition in due where !partition.detachPending {
             if context.recordStopIfDue() { return }
@@ -66,6 +73,9 @@ extension ExpireContentPass {
                 try dropAttached(partition)
             } else if try detachConcurrently(partition) {
                 try dropDetached(partition.qualified, name: partition.displayName)
+            } else {
+                // Left pending (or not begun): the next run finishes it, then goes on.
+                return
             }
         }
     }
