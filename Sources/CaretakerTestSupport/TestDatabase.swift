@@ -24,6 +24,12 @@ public struct TestDatabase: @unchecked Sendable {
         conninfo = server.conninfo(database: name)
         connection = try server.connect(database: name)
         self.appSchema = appSchema
+        if migrated && appSchema == "public" {
+            // Copied from the template, which can be older than the jobs' grace for a first
+            // success when the suite runs long: `check` would call every job overdue. A test
+            // of that grace sets `applied_at` itself.
+            try connection.execute(script: "UPDATE caretaker.schema_migrations SET applied_at = now()")
+        }
         if appSchema != "public" {
             if migrated {
                 try Migrator(appSchema: appSchema).migrate(on: connection)

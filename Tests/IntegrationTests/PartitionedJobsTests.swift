@@ -209,11 +209,14 @@ import Testing
         try app.query("BEGIN")
         try app.query("SELECT count(*) FROM posts")
         let name = db.name
+        // The detach waits until it is killed: its timeouts are far longer than the poll
+        // below can be held up on a loaded machine (an async test may wait minutes for a
+        // thread), so that the poll always finds it waiting.
         let run = BackgroundThread {
-            try db.run("expire-content", Self.retire + "lock_timeout = \"120s\"\nstatement_timeout = \"120s\"\n")
+            try db.run("expire-content", Self.retire + "lock_timeout = \"15m\"\nstatement_timeout = \"15m\"\n")
         }
         // Kill the worker's backend while its detach waits.
-        let waiting = try await eventually(timeout: .seconds(90)) {
+        let waiting = try await eventually(timeout: .seconds(600)) {
             try db.count(
                 """
                 SELECT count(*) FROM pg_stat_activity

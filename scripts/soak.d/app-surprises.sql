@@ -36,7 +36,7 @@ ALTER TABLE public.sessions ADD CONSTRAINT sessions_frozen_stay_active CHECK (NO
 CREATE OR REPLACE FUNCTION soak.protect_rows() RETURNS text
     LANGUAGE plpgsql AS $$
     DECLARE
-        post_id bigint; post_pack bigint; pack_id bigint; session_id uuid;
+        post_id bigint; post_pack bigint; pack_id bigint; session_id uuid; admin_pack bigint;
     BEGIN
         SELECT x.id, x.pack_id INTO post_id, post_pack FROM public.posts x
         WHERE x.created_at + soak.lifetime(x.likes, soak.param('post_full_popularity')::float8) > now()
@@ -58,6 +58,23 @@ CREATE OR REPLACE FUNCTION soak.protect_rows() RETURNS text
             UPDATE public.sessions SET frozen = true WHERE id = session_id;
             INSERT INTO soak.protected (kind, id, how, since) VALUES ('session', session_id, 'frozen (CHECK)', now());
         END IF;
+        -- Witnesses: a post, a pack and a session of their own that come due 7 s from
+        -- now, while the rows above are protected, so that no-blocked-stall has one of
+        -- each kind to judge however the app's own rows fall (its window for a kind is
+        -- from 5 s after the protection to three periods before its end).
+        SELECT p.id INTO admin_pack FROM public.packs p WHERE p.is_admin ORDER BY p.id LIMIT 1;
+        IF admin_pack IS NULL THEN
+            INSERT INTO public.packs (name, is_admin) VALUES ('soak witnesses', true) RETURNING id INTO admin_pack;
+        END IF;
+        INSERT INTO public.posts (pack_id, title, likes, created_at)
+        VALUES (admin_pack, 'witness', 0,
+                now() - soak.param('min_lifetime_us')::bigint * interval '1 microsecond' + interval '7 seconds');
+        INSERT INTO public.packs (name, is_admin, created_at)
+        VALUES ('witness', false,
+                now() - soak.param('min_lifetime_us')::bigint * interval '1 microsecond' + interval '7 seconds');
+        INSERT INTO public.sessions (user_id, last_seen_at)
+        SELECT u.id, now() - soak.param('idle_timeout_s')::float8 * interval '1 second' + interval '7 seconds'
+        FROM public.users u WHERE u.deleted_at IS NULL ORDER BY u.id LIMIT 1;
         RETURN format('post %s (and its pack %s) referenced, pack %s on hold, session %s frozen',
                       post_id, post_pack, pack_id, session_id);
     END $$;
