@@ -8,6 +8,8 @@
 #   deleted and unmailable accounts (some in capitals), members joining and
 #   leaving communities, leaders leaving or deleted, successors, new
 #   communities (some without a leader), new users.
+# It leaves alone the rows the app-surprise fault adds as witnesses (a pack named
+# and a post titled 'witness'), whose deadlines no-blocked-stall relies on.
 # Likes only grow and members only join packs, which the checks rely on.
 # Usage: app-sim.sh CONNINFO STOP_FILE ERROR_LOG STATS_FILE
 set -u
@@ -25,16 +27,17 @@ while [ ! -e "$stop" ]; do
     # An app holds its locks briefly: waiting 2 s for a row the soak holds locked is enough.
     sql="SET lock_timeout = '2s';
 INSERT INTO public.posts (pack_id, author_id, title, body)
-         SELECT id, $u, 'soak post', 'hello' FROM public.packs ORDER BY random() LIMIT $((1 + RANDOM % 2));
+         SELECT id, $u, 'soak post', 'hello' FROM public.packs WHERE name <> 'witness' ORDER BY random() LIMIT $((1 + RANDOM % 2));
 UPDATE public.posts SET likes = likes + 1 + (random() * 2)::int
-         WHERE id IN (SELECT id FROM public.posts ORDER BY random() LIMIT 2);
+         WHERE id IN (SELECT id FROM public.posts WHERE title IS DISTINCT FROM 'witness' ORDER BY random() LIMIT 2);
 UPDATE public.posts SET likes = likes + 1
          WHERE id = (SELECT id FROM public.posts WHERE likes = 0 AND created_at <= now() - interval '29 seconds'
+                     AND title IS DISTINCT FROM 'witness'
                      ORDER BY created_at DESC LIMIT 1);
 "
     if chance 3; then sql+="UPDATE public.posts SET likes = likes + 1
          WHERE id = (SELECT x.id FROM public.posts x JOIN public.packs p ON p.id = x.pack_id
-                     WHERE NOT p.is_admin ORDER BY p.created_at, x.id LIMIT 1);
+                     WHERE NOT p.is_admin AND p.name <> 'witness' ORDER BY p.created_at, x.id LIMIT 1);
 "; fi
     if chance 4; then
         admin=false; chance 20 && admin=true
@@ -44,7 +47,8 @@ UPDATE public.posts SET likes = likes + 1
 "
     fi
     if chance 2; then sql+="INSERT INTO public.pack_members (pack_id, user_id)
-         SELECT id, $((1 + RANDOM % 300)) FROM public.packs ORDER BY random() LIMIT 1 ON CONFLICT DO NOTHING;
+         SELECT id, $((1 + RANDOM % 300)) FROM public.packs WHERE name <> 'witness' ORDER BY random() LIMIT 1
+         ON CONFLICT DO NOTHING;
 "; fi
     if chance 2; then sql+="INSERT INTO public.sessions (user_id) SELECT $random_user;
 "; fi
