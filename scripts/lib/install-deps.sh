@@ -5,7 +5,7 @@
 #   build     what `swift build` compiles and links against (libpq, libcurl, libcrypt)
 #   postgres  the throwaway PostgreSQL the demo, the tests and the bench start (runuser: util-linux)
 #   test      the rest that the tests, the soak, the packaging and the bench use:
-#             python3-aiosmtpd: the SMTP server; pgbouncer: the pooler tests; systemd: systemd-analyze;
+#             python3-aiosmtpd: the SMTP server; pgbouncer: the pooler tests; systemd: systemd-analyze and the bench's systemd-journald (M1);
 #             postgresql-15-partman: pg_partman, which keeps the partitioned posts tables of the tests (Debian 12's
 #             PostgreSQL is 15); openssl: throwaway CAs for the TLS tests; dpkg-dev (dpkg-shlibdeps), binutils (strip),
 #             lintian and man-db: scripts/package and scripts/test-package (curl: its request to the

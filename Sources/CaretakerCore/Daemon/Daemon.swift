@@ -61,7 +61,6 @@ public final class Daemon: @unchecked Sendable {
     var schemaWait: String?
     var clock = ClockEstimate(databaseTime: Date(timeIntervalSince1970: 0))
     var lastWatchdog = ContinuousClock.now
-    private var signalSources: [any DispatchSourceSignal] = []
 
     public init(configurationPath: String, lowFootprint: Bool, configuration: Configuration, logger: Logger) throws {
         self.configurationPath = configurationPath
@@ -147,17 +146,32 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    /// The signals the daemon answers, taken by a thread of its own with `sigwait`.
+    private static let handledSignals = [SIGTERM, SIGINT, SIGHUP]
+
+    /// Blocks the handled signals in this thread (every thread started later inherits
+    /// the mask, so none of them is interrupted) and starts one plain thread that waits
+    /// for them. Not Dispatch's signal sources: they run libdispatch's event thread,
+    /// which asks for a nice below 0 when it starts, and a service without
+    /// CAP_SYS_NICE is refused, with a "Failed to set thread priority" line in the journal.
     private func installSignalHandlers() {
-        for number in [SIGTERM, SIGINT, SIGHUP] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.signalled(number) }
-            source.resume()
-            signalSources.append(source)
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for number in Self.handledSignals { sigaddset(&signals, number) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        let waited = signals
+        OSThread.start(name: "signals", stackSize: 64 * 1024) { [weak self] in
+            var signals = waited
+            while true {
+                var number: Int32 = 0
+                guard sigwait(&signals, &number) == 0 else { continue }
+                guard let self else { return }
+                self.signalled(number)
+            }
         }
     }
 
-    /// Runs on a dispatch thread, so the shutdown deadline is armed even while the scheduler thread is busy.
+    /// Runs on the signal thread, so the shutdown deadline is armed even while the scheduler thread is busy.
     private func signalled(_ number: Int32) {
         if number != SIGHUP && !stopRequested.exchange(true, ordering: .relaxed) {
             armShutdownDeadline()
@@ -168,21 +182,23 @@ public final class Daemon: @unchecked Sendable {
     /// The process exits by `shutdown_grace` in any case. Running statements are
     /// cancelled a little before (a tenth of the grace, at most 2 s), so their runs
     /// can still be marked `interrupted` in time; a run that cannot be is found by
-    /// the next instance, because its advisory lock goes with the connection.
+    /// the next instance, because its advisory lock goes with the connection. A plain
+    /// thread that sleeps keeps the time, not a Dispatch timer (see `installSignalHandlers`).
     private func armShutdownDeadline() {
         let grace = Duration.microseconds(shutdownGraceMicroseconds.load(ordering: .relaxed))
         let cancelAt = grace - min(grace / 10, .seconds(2))
-        DispatchQueue.global().asyncAfter(deadline: .now() + cancelAt.seconds) { [weak self] in
-            guard let self else { return }
-            let running = self.pool.runningConnections
-            if running > 0 {
-                // Logged first: once cancelled, the runs end and the process may exit at once.
-                self.logger.warning(
-                    "shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
-                self.pool.cancelBusy()
+        OSThread.start(name: "shutdown-grace", stackSize: 64 * 1024) { [weak self] in
+            OSThread.sleep(for: cancelAt)
+            if let self {
+                let running = self.pool.runningConnections
+                if running > 0 {
+                    // Logged first: once cancelled, the runs end and the process may exit at once.
+                    self.logger.warning(
+                        "shutdown grace running out: cancelling running statements", metadata: ["runs": "\(running)"])
+                    self.pool.cancelBusy()
+                }
             }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [weak self] in
+            OSThread.sleep(for: grace - cancelAt)
             self?.logger.error(
                 "runs did not stop within shutdown_grace; exiting (the next instance marks them interrupted)")
             exit(0)
