@@ -103,6 +103,12 @@ let package = Package(
             name: "caretaker-testkit",
             dependencies: ["CaretakerTestSupport"]
         ),
+        // The small targets' tests, each depending on the target it tests only: they
+        // build and run without libpq, libcurl or CaretakerCore.
+        .testTarget(name: "CaretakerTextTests", dependencies: ["CaretakerText"]),
+        .testTarget(name: "CaretakerTOMLTests", dependencies: ["CaretakerTOML"]),
+        .testTarget(name: "CaretakerScheduleTests", dependencies: ["CaretakerSchedule"]),
+        .testTarget(name: "CaretakerMailFormatTests", dependencies: ["CaretakerMailFormat"]),
         .testTarget(
             name: "CaretakerCoreTests",
             dependencies: [

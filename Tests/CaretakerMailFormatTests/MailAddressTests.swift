@@ -1,6 +1,6 @@
 import Testing
 
-@testable import CaretakerCore
+@testable import CaretakerMailFormat
 
 @Suite struct MailAddressTests {
     @Test(arguments: [

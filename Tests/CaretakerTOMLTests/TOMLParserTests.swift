@@ -1,6 +1,6 @@
 import Testing
 
-@testable import CaretakerCore
+@testable import CaretakerTOML
 
 // Tests for the TOML parser behind jobs.toml (TOMLDocument.swift and friends).
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import CaretakerCore
+@testable import CaretakerMailFormat
 
 @Suite struct MailMessageTests {
     static let from = try! Mailbox(parsing: "Community <no-reply@example.org>")

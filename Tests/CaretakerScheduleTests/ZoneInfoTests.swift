@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import CaretakerCore
 @testable import CaretakerSchedule
 
 /// Seconds since the Unix epoch of an ISO 8601 text with offset ("2030-03-31T01:00:00Z").

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import CaretakerCore
+@testable import CaretakerSchedule
 
 @Suite("DurationText")
 struct DurationTextTests {

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import CaretakerCore
 @testable import CaretakerSchedule
 
 // Helpers. Dates are written with explicit UTC offsets so that DST expectations
