@@ -54,11 +54,12 @@ public enum DashboardQueries {
                     job.schedule, from: max(Date(timeIntervalSince1970: start), installed), to: missedBefore,
                     claimed: claimedByJob[job.name] ?? [])
                 : []
-            let series = DashboardCounters.main(for: job).map { counter in
+            // The counters the job's declarations chart (`StatDeclaration.chart`), in their colours.
+            let series = job.declaredStats.filter { $0.chart != nil }.map { stat in
                 CounterSeries(
-                    counter: counter,
-                    buckets: sums[job.name]?[counter] ?? Array(repeating: 0, count: window.bucketCount),
-                    tone: job.builtIn?.tone(of: counter) ?? .work)
+                    counter: stat.name,
+                    buckets: sums[job.name]?[stat.name] ?? Array(repeating: 0, count: window.bucketCount),
+                    tone: stat.chart ?? .work)
             }
             return summary(
                 job, now: now, health: health[job.name], lastRun: last, marks: marks, missed: missed, series: series)
@@ -148,12 +149,5 @@ public enum DashboardQueries {
             throw DashboardError.notFound("no run \(id)")
         }
         return found
-    }
-}
-
-/// Which counters of a job's `stats` its overview chart shows.
-public enum DashboardCounters {
-    public static func main(for job: JobConfiguration) -> [String] {
-        job.builtIn?.chartedCounters ?? ["rows"]
     }
 }

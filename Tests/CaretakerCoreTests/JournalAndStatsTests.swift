@@ -90,26 +90,57 @@ import Glibc
         #expect(output.lines.isEmpty)
     }
 
-    @Test("stat kinds by name: counts, bytes, time spent, and per-run figures that are not summed")
+    /// The declarations the metrics read: `rows`, then the pacing's.
+    static let declared: [StatDeclaration] = OperatorSQL.stats + WritePacer.stats
+
+    @Test("a stat's kind is the one its job declares, whatever its name; a counter no one declares has none")
     func statKinds() {
-        #expect(StatKind("posts_deleted") == .count)
-        #expect(StatKind("batches") == .count)
-        #expect(StatKind("wal_bytes") == .bytes)
-        #expect(StatKind("throttled_ms") == .milliseconds)
-        #expect(StatKind("batch_p99_ms") == .figure)
-        #expect(StatKind("batch_max_ms") == .figure)
-        #expect(StatKind("wal_rate_lowest_kbps") == .figure)
+        let declared: [StatDeclaration] = [
+            .count("posts_deleted"), .bytes("wal_bytes"), .milliseconds("throttled_ms"), .figure("batch_p99_ms"),
+            .figure("wal_rate_lowest_kbps"), .count("odd_ms"),
+        ]
+        #expect(declared.kind(of: "posts_deleted") == .count)
+        #expect(declared.kind(of: "wal_bytes") == .bytes)
+        #expect(declared.kind(of: "throttled_ms") == .milliseconds)
+        #expect(declared.kind(of: "batch_p99_ms") == .figure)
+        #expect(declared.kind(of: "wal_rate_lowest_kbps") == .figure)
+        // Declared a count although named like a time: a count.
+        #expect(declared.kind(of: "odd_ms") == .count)
+        #expect(declared.kind(of: "batches") == nil)
+        let reported = JobStats([("posts_deleted", 1), ("batches", 2), ("wal_bytes", 3), ("surprise", 0)])
+        #expect(declared.undeclared(in: reported) == ["batches", "surprise"])
+        #expect(declared.undeclared(in: JobStats([("posts_deleted", 1)])).isEmpty)
     }
 
-    @Test("caretaker_job_stat_total holds counts only; bytes and seconds have their own series; figures none")
+    @Test("every job's declarations: names unique, time named _ms, only counts charted; the pacing's on every job")
+    func declarationsHoldTogether() throws {
+        let configuration = try ConfigurationLoader.parse(
+            "[jobs.clean]\nschedule = \"@hourly\"\nsql = \"SELECT 1\"\n", file: "jobs.toml")
+        #expect(!configuration.jobs.isEmpty)
+        for job in configuration.jobs {
+            let declared = job.declaredStats
+            let names = declared.map(\.name)
+            #expect(Set(names).count == names.count, "\(job.name) declares a stat twice: \(names)")
+            for stat in declared {
+                if stat.kind == .milliseconds { #expect(stat.name.hasSuffix("_ms"), "\(job.name): \(stat.name)") }
+                if stat.chart != nil { #expect(stat.kind == .count, "\(job.name) charts \(stat.name), not a count") }
+            }
+            for stat in WritePacer.stats { #expect(declared.contains(stat), "\(job.name) lacks \(stat.name)") }
+            #expect(declared.contains { $0.chart != nil }, "\(job.name) charts nothing")
+        }
+    }
+
+    @Test(
+        "caretaker_job_stat_total holds counts only; bytes and seconds have their own series; figures and undeclared none"
+    )
     func statSeries() {
         let metrics = CaretakerMetrics(version: "1")
         metrics.recordRun(
             job: "a", status: .succeeded,
             stats: JobStats([
                 ("rows", 3), ("wal_bytes", 4096), ("throttled_ms", 1500), ("batch_p99_ms", 40),
-                ("wal_rate_lowest_kbps", 900),
-            ]), duration: 0.2)
+                ("wal_rate_lowest_kbps", 900), ("undeclared", 5), ("undeclared_ms", 6),
+            ]), declared: Self.declared + [.bytes("wal_bytes"), .figure("batch_p99_ms")], duration: 0.2)
         let text = String(decoding: metrics.exposition(), as: UTF8.self)
         #expect(text.contains("caretaker_job_stat_total{job=\"a\",stat=\"rows\"} 3\n"), "\(text)")
         #expect(text.contains("caretaker_job_stat_bytes_total{job=\"a\",stat=\"wal_bytes\"} 4096\n"), "\(text)")
@@ -117,5 +148,7 @@ import Glibc
         #expect(!text.contains("batch_p99"), "\(text)")
         #expect(!text.contains("kbps"), "\(text)")
         #expect(!text.contains("stat_total{job=\"a\",stat=\"wal_bytes\"}"), "\(text)")
+        // Not declared: no kind, so not exported.
+        #expect(!text.contains("undeclared"), "\(text)")
     }
 }

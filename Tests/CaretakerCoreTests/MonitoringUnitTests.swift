@@ -173,7 +173,9 @@ import Testing
     func exposition() {
         let metrics = CaretakerMetrics(version: "1.2.3")
         metrics.declare(jobs: ["a", "b"])
-        metrics.recordRun(job: "a", status: .failed, stats: JobStats([("rows", 3), ("none", 0)]), duration: 0.2)
+        metrics.recordRun(
+            job: "a", status: .failed, stats: JobStats([("rows", 3), ("none", 0)]),
+            declared: [.count("rows"), .count("none")], duration: 0.2)
         metrics.recordSkipped([.init(job: "a", reason: "missed while no worker ran", slots: 7)])
         func job(_ name: String, healthy: Bool) -> HistoryReadings.Job {
             .init(

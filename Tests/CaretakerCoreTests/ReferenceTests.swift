@@ -4,7 +4,7 @@ import Testing
 @testable import CaretakerCore
 
 /// The reference pages are held to the code, both ways: every configuration key
-/// the loader reads, every metric the daemon exposes, every stat a job records and
+/// the loader reads, every metric the daemon exposes, every stat a job declares and
 /// every exit code is documented, and nothing documented is gone from the code.
 /// docs/configuration.md is also the source of `caretaker.toml(5)`.
 @Suite struct ReferenceTests {
@@ -84,7 +84,9 @@ import Testing
         // series a run can create is exposed.
         metrics.recordRun(
             job: "j", status: .succeeded,
-            stats: JobStats([("rows", 1), ("wal_bytes", 2), ("throttled_ms", 3), ("batch_p99_ms", 4)]), duration: 0.2)
+            stats: JobStats([("rows", 1), ("wal_bytes", 2), ("throttled_ms", 3), ("batch_p99_ms", 4)]),
+            declared: [.count("rows"), .bytes("wal_bytes"), .milliseconds("throttled_ms"), .figure("batch_p99_ms")],
+            duration: 0.2)
         metrics.recordSkipped([HistoryReadings.SkippedSlots(job: "j", reason: "missed while no worker ran", slots: 1)])
         metrics.update(
             HistoryReadings(jobs: [
@@ -148,7 +150,7 @@ import Testing
                 for match in list.output.1.matches(of: /\("([a-z0-9_]+)",/) { names.insert(String(match.output.1)) }
             }
         }
-        // Notification channels are not stats (BuiltInJob's `case .x: "caretaker_…"`).
+        // Notification channels are not stats (a definition's `notifyChannel`: "caretaker_…").
         names = names.filter { !$0.hasPrefix("caretaker_") }
         // prune's blocked counters are named after its deleted ones (PruneQueries.Target.blockedCounter).
         for name in names where name.hasSuffix("_deleted") && name != "posts_deleted" && name != "packs_deleted" {
@@ -157,21 +159,51 @@ import Testing
         return names
     }
 
-    @Test("every stat a job records is in a stats table of docs/jobs/, and every stat there is recorded")
-    func stats() throws {
+    /// The stats table of each page of docs/jobs/, by the page's name (`expire-content`).
+    static func documentedStats() throws -> [String: Set<String>] {
         let directory = Self.root.appendingPathComponent("docs/jobs")
-        var documented: Set<String> = []
+        var documented: [String: Set<String>] = [:]
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".md") {
             let page = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-            documented.formUnion(Self.tableKeys(page)["Stats"] ?? [])
+            documented[String(file.dropLast(3))] = Set(Self.tableKeys(page)["Stats"] ?? [])
         }
+        return documented
+    }
+
+    @Test("each job's page of docs/jobs/ lists the stats the job declares, and nothing it does not")
+    func stats() throws {
+        let documented = try Self.documentedStats()
+        let pacing = Set(WritePacer.stats.map(\.name))
+        var declaredByJob = Dictionary(uniqueKeysWithValues: BuiltInJob.allCases.map { ($0.rawValue, $0.stats) })
+        declaredByJob["operator-sql"] = OperatorSQL.stats
+        for (job, stats) in declaredByJob {
+            let declared = Set(stats.map(\.name))
+            let page = try #require(documented[job], "docs/jobs/\(job).md has no stats table")
+            #expect(
+                declared.subtracting(page).isEmpty,
+                "\(job): declared but not documented: \(declared.subtracting(page).sorted())")
+            // The pacing's stats (any job's) are documented once, on one job's page.
+            let extra = page.subtracting(declared).subtracting(pacing)
+            #expect(extra.isEmpty, "docs/jobs/\(job).md documents stats \(job) does not declare: \(extra.sorted())")
+        }
+        let everyDocumented = documented.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        #expect(
+            pacing.subtracting(everyDocumented).isEmpty,
+            "pacing stats not documented: \(pacing.subtracting(everyDocumented).sorted())")
+    }
+
+    @Test("every stat the jobs' code records is declared by a job or the pacing, and every declaration is recorded")
+    func statsDeclared() throws {
+        let declared = Set(
+            (BuiltInJob.allCases.flatMap(\.stats) + OperatorSQL.stats + WritePacer.stats).map(\.name))
         let inCode = try Self.statsInCode()
+        #expect(inCode.count > 40, "the scan of the jobs' code found too few stats: \(inCode.sorted())")
         #expect(
-            inCode.subtracting(documented).isEmpty,
-            "recorded but not documented: \(inCode.subtracting(documented).sorted())")
+            inCode.subtracting(declared).isEmpty,
+            "recorded but not declared: \(inCode.subtracting(declared).sorted())")
         #expect(
-            documented.subtracting(inCode).isEmpty,
-            "documented but not recorded: \(documented.subtracting(inCode).sorted())")
+            declared.subtracting(inCode).isEmpty,
+            "declared but never recorded: \(declared.subtracting(inCode).sorted())")
     }
 
     /// Runs a program, returning its exit status and its output (stdout and stderr).

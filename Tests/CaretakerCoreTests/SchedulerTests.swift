@@ -851,7 +851,7 @@ struct NotifiedAndDeadlineJob: JobDefinition {
 
     static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
     static var appColumns: [SchemaCheck.AppTable] { [] }
-    static var chartedCounters: [ChartedCounter] { [] }
+    static var stats: [StatDeclaration] { [] }
 
     func run(_ context: JobContext) throws -> JobStats { JobStats() }
 }

@@ -11,6 +11,8 @@ import Testing
 struct ExpireNotes: JobDefinition {
     struct Settings: Sendable {
         var keep: Duration
+        /// Reports `notes_seen`, a stat the job does not declare (the test of the runner's warning).
+        var reportsUndeclared = false
     }
 
     static let name = "expire-notes"
@@ -21,7 +23,9 @@ struct ExpireNotes: JobDefinition {
     static func readSettings(
         _ table: inout TableReader, file: String, worker: WorkerOptions
     ) throws(ConfigurationError) -> Settings {
-        Settings(keep: try table.duration("keep", default: .seconds(86_400), minimum: .seconds(1)))
+        Settings(
+            keep: try table.duration("keep", default: .seconds(86_400), minimum: .seconds(1)),
+            reportsUndeclared: try table.bool("report_undeclared_stat", default: false))
     }
 
     static func make(_ settings: Settings, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self {
@@ -36,10 +40,11 @@ struct ExpireNotes: JobDefinition {
         [SchemaCheck.AppTable("notes", ["id": .bigintID, "created_at": .timestamptz])]
     }
 
-    static var chartedCounters: [ChartedCounter] { [ChartedCounter("notes_deleted")] }
+    static var stats: [StatDeclaration] { [.count("notes_deleted", charted: .work)] }
 
     func run(_ context: JobContext) throws -> JobStats {
         var stats = JobStats([("notes_deleted", 0)])
+        if settings.reportsUndeclared { stats.add("notes_seen", 2) }
         let deleted = try context.inBatch { connection in
             try connection.query(
                 "DELETE FROM \(context.schema).notes WHERE created_at < now() - make_interval(secs => $1)",
@@ -75,6 +80,8 @@ struct ExpireNotes: JobDefinition {
         #expect(job.settings(as: ExpireNotes.Settings.self)?.keep == .seconds(3600))
         #expect(job.wakeups.notifyChannel == nil && job.wakeups.nextDeadline == nil)
         #expect(job.builtIn?.chartedCounters == ["notes_deleted"])
+        #expect(job.declaredStats.kind(of: "notes_deleted") == .count)
+        #expect(job.declaredStats.kind(of: "throttled_ms") == .milliseconds)
         // Without the catalogue line, the same table is an operator job without SQL: refused.
         #expect(throws: ConfigurationError.self) {
             try ConfigurationLoader.parse(
@@ -97,5 +104,45 @@ struct ExpireNotes: JobDefinition {
             try db.count(
                 "SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND job = 'expire-notes' AND status = 'succeeded'",
                 runID) == 1)
+    }
+
+    @Test("a stat a run reports that its job does not declare is named in a warning, and kept in job_runs")
+    func undeclaredStatIsCaught() throws {
+        let db = try TestDatabase()
+        try db.connection.execute(
+            script: "CREATE TABLE public.notes (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL);")
+        _ = try RuntimeGrants(
+            appSchema: "public",
+            jobs: try ConfigurationLoader.parse(
+                db.configurationText(""), file: "test.toml", catalogue: Self.catalogue
+            ).jobs
+        ).apply(role: TemporaryPostgres.workerRole, on: db.connection)
+        for undeclared in [false, true] {
+            let configuration = try ConfigurationLoader.parse(
+                db.configurationText("[jobs.expire-notes]\nreport_undeclared_stat = \(undeclared)\n"),
+                file: "test.toml", catalogue: Self.catalogue)
+            let job = try #require(configuration.job(named: "expire-notes"))
+            let output = LineOutput.capturing()
+            let logger = Logger(label: "test") { _ in LineLogHandler(format: .logfmt, journald: false, output: output) }
+            let runner = JobRunner(configuration: configuration, mail: nil, logger: logger)
+            let outcome = try runner.run(.init(job: job, trigger: .manual), on: try db.connectAsWorker())
+            guard case .finished(let runID, .succeeded, let stats, _) = outcome else {
+                Issue.record("the sample job did not succeed: \(outcome)")
+                return
+            }
+            #expect(job.declaredStats.undeclared(in: stats) == (undeclared ? ["notes_seen"] : []))
+            let warnings = output.lines.filter { $0.contains("does not declare") }
+            if undeclared {
+                #expect(warnings.count == 1 && warnings[0].contains("stats=notes_seen"), "\(output.lines)")
+                #expect(warnings.first?.contains("level=warning") == true, "\(warnings)")
+                // Kept in the history all the same.
+                #expect(
+                    try db.count(
+                        "SELECT count(*) FROM caretaker.job_runs WHERE id = $1 AND (stats->>'notes_seen')::int = 2",
+                        runID) == 1)
+            } else {
+                #expect(warnings.isEmpty, "\(output.lines)")
+            }
+        }
     }
 }

@@ -47,12 +47,10 @@ public struct BuiltInJob: Sendable, Hashable, CustomStringConvertible {
     var caretakerTablePrivileges: [String: RuntimeGrants.TablePrivileges] { definition.caretakerTablePrivileges }
     var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { definition.appTablePrivileges }
     var appColumns: [SchemaCheck.AppTable] { definition.appColumns }
+    /// The stats the job's runs report, as the job declares them (the pacing's come on top).
+    public var stats: [StatDeclaration] { definition.stats }
     /// The counters of the job's stats that the dashboard's overview charts.
-    public var chartedCounters: [String] { definition.chartedCounters.map(\.name) }
-    /// How the dashboard colours `counter` (work, unless the job says otherwise).
-    public func tone(of counter: String) -> ChartedCounter.Tone {
-        definition.chartedCounters.first { $0.name == counter }?.tone ?? .work
-    }
+    public var chartedCounters: [String] { definition.stats.filter { $0.chart != nil }.map(\.name) }
 }
 
 /// What each kind of job needs beyond the common keys: a built-in job's own settings
@@ -86,6 +84,15 @@ extension JobConfiguration {
         switch settings {
         case .builtIn(let job, let settings): job.definition.wakeups(erased: settings)
         case .sql: .scheduleOnly
+        }
+    }
+
+    /// Every stat a run of this job may report, with what it measures: the job's own
+    /// declarations (an operator job's are `OperatorSQL.stats`) and the pacing's.
+    public var declaredStats: [StatDeclaration] {
+        switch settings {
+        case .builtIn(let job, _): job.stats + WritePacer.stats
+        case .sql: OperatorSQL.stats + WritePacer.stats
         }
     }
 

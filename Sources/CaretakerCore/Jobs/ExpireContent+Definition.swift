@@ -58,7 +58,14 @@ extension ExpireContent: JobDefinition {
         settings.compressWAL ? ["wal_compression"] : []
     }
 
-    static var chartedCounters: [ChartedCounter] {
-        [ChartedCounter("posts_deleted"), ChartedCounter("packs_deleted", .secondary)]
+    static var stats: [StatDeclaration] {
+        [
+            .count("posts_deleted", charted: .work), .count("packs_deleted", charted: .secondary),
+            .count("packs_blocked"), .count("posts_blocked"), .count("packs_looked"), .count("batches"),
+            .figure("batch_p99_ms"), .figure("batch_max_ms"), .count("swept_pages"), .count("pruned_pages"),
+            .milliseconds("prune_ms"), .bytes("wal_bytes"),
+            // Partition retirement (`retire_partitions`).
+            .count("partitions_dropped"), .count("posts_dropped"), .count("partitions_waiting"),
+        ]
     }
 }

@@ -1,7 +1,8 @@
 /// What caretaker needs to know about a built-in job, declared by the job in its own
 /// file: its name and default schedule, its settings and their reader, how it is
 /// made, what wakes it besides its schedule, the privileges its SQL needs, the app
-/// columns `check` verifies, and the counters the dashboard charts.
+/// columns `check` verifies, and the stats it reports: what each measures, and
+/// which the dashboard charts.
 ///
 /// The catalogue (`BuiltInJob.allCases`) lists the types that adopt it; the
 /// configuration loader, the runner, the daemon's wake-ups, `MailSetup`, `check`,
@@ -44,8 +45,10 @@ protocol JobDefinition: Job {
     static var appColumns: [SchemaCheck.AppTable] { get }
     /// Server parameters the job's transactions set under `settings` (`GRANT SET ON PARAMETER`).
     static func settableParameters(_ settings: Settings) -> [String]
-    /// The counters of the job's stats that the dashboard's overview charts, and how.
-    static var chartedCounters: [ChartedCounter] { get }
+    /// Every counter the job's runs report in `job_runs.stats`, with what it measures
+    /// (summed counts, bytes, time, or one-run figures) and whether the dashboard's
+    /// overview charts it. The pacing's own (`WritePacer.stats`) come on top.
+    static var stats: [StatDeclaration] { get }
 }
 
 extension JobDefinition {
@@ -74,24 +77,4 @@ extension JobDefinition {
     static func wakeups(erased: any Sendable) -> JobWakeups { wakeups(settings(erased)) }
 
     static func settableParameters(erased: any Sendable) -> [String] { settableParameters(settings(erased)) }
-}
-
-/// A counter the dashboard charts for a job, and the colour it gets.
-public struct ChartedCounter: Sendable, Equatable {
-    public enum Tone: Sendable {
-        /// The job's main work (blue).
-        case work
-        /// Work of a second kind beside the main one (purple).
-        case secondary
-        /// Failures (red).
-        case failure
-    }
-
-    public var name: String
-    public var tone: Tone
-
-    public init(_ name: String, _ tone: Tone = .work) {
-        self.name = name
-        self.tone = tone
-    }
 }

@@ -57,5 +57,10 @@ extension LeaderSuccession: JobDefinition {
         ]
     }
 
-    static var chartedCounters: [ChartedCounter] { [ChartedCounter("leaders_appointed")] }
+    static var stats: [StatDeclaration] {
+        [
+            .count("leaders_appointed", charted: .work), .count("communities_archived"), .count("communities_skipped"),
+            .count("communities_blocked"), .count("inactive_leaders_kept"),
+        ]
+    }
 }

@@ -40,5 +40,5 @@ extension LogoutInactive: JobDefinition {
         ]
     }
 
-    static var chartedCounters: [ChartedCounter] { [ChartedCounter("sessions_revoked")] }
+    static var stats: [StatDeclaration] { [.count("sessions_revoked", charted: .work), .count("sessions_blocked")] }
 }

@@ -10,6 +10,9 @@ import Postgres
 struct OperatorSQL: Job {
     let settings: SQLJobSettings
 
+    /// An operator job's stats: the rows its statement affected.
+    static let stats: [StatDeclaration] = [.count("rows", charted: .work)]
+
     func run(_ context: JobContext) throws -> JobStats {
         var stats = JobStats([("rows", 0)])
         if context.dryRun {

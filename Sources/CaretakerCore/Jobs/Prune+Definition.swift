@@ -33,5 +33,12 @@ extension Prune: JobDefinition {
         ]
     }
 
-    static var chartedCounters: [ChartedCounter] { [ChartedCounter("runs_deleted")] }
+    /// Rows deleted per table, and those of each the app kept (`PruneQueries.Target`).
+    static var stats: [StatDeclaration] {
+        [
+            .count("runs_deleted", charted: .work), .count("slots_deleted"), .count("sessions_deleted"),
+            .count("reset_requests_deleted"), .count("runs_blocked"), .count("slots_blocked"),
+            .count("sessions_blocked"), .count("reset_requests_blocked"),
+        ]
+    }
 }

@@ -56,5 +56,11 @@ extension SendTempPasswords: JobDefinition {
         ]
     }
 
-    static var chartedCounters: [ChartedCounter] { [ChartedCounter("sent"), ChartedCounter("failed", .failure)] }
+    static var stats: [StatDeclaration] {
+        [
+            .count("sent", charted: .work), .count("failed", charted: .failure), .count("ignored"), .count("retried"),
+            .count("deferred"), .count("temp_passwords_cleared"), .count("requests_blocked"),
+            .count("temp_passwords_blocked"),
+        ]
+    }
 }

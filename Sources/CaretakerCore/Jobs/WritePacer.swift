@@ -248,6 +248,13 @@ final class WritePacer {
     static let vacuumsRunning =
         "SELECT count(*)::int AS vacuums FROM pg_stat_progress_vacuum WHERE datname = current_database()"
 
+    /// The stats `addStats` may add to any job's run, beside the job's own declarations.
+    static let stats: [StatDeclaration] = [
+        .milliseconds("throttled_ms"), .milliseconds("rested_ms"), .bytes("wal_charged_bytes"), .count("budget_cuts"),
+        .figure("wal_rate_lowest_kbps"), .figure("wal_rate_last_kbps"), .milliseconds("replica_wait_ms"),
+        .milliseconds("vacuum_wait_ms"),
+    ]
+
     /// `throttled_ms` (the WAL budget), `rested_ms` (the busy share),
     /// `replica_wait_ms` and `vacuum_wait_ms`, when the run waited for them;
     /// `wal_charged_bytes`, what it booked on the budget beyond its WAL; with an

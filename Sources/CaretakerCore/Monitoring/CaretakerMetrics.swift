@@ -98,12 +98,15 @@ public final class CaretakerMetrics: Sendable {
         }
     }
 
-    /// A finished run of this process.
-    public func recordRun(job: String, status: RunStatus, stats: JobStats, duration seconds: Double) {
+    /// A finished run of this process. Each counter of `stats` goes to the series of
+    /// its kind in `declared` (the job's declarations); one not declared is not exported.
+    public func recordRun(
+        job: String, status: RunStatus, stats: JobStats, declared: [StatDeclaration], duration seconds: Double
+    ) {
         runs(job, status).increment()
         duration(job).record(seconds)
         for counter in stats.counters where counter.value > 0 {
-            switch StatKind(counter.name) {
+            switch declared.kind(of: counter.name) {
             case .count:
                 registry.makeCounter(descriptor: Series.statTotal, labels: [("job", job), ("stat", counter.name)])
                     .increment(by: Int64(counter.value))
@@ -112,9 +115,9 @@ public final class CaretakerMetrics: Sendable {
                     .increment(by: Int64(counter.value))
             case .milliseconds:
                 registry.makeCounter(
-                    descriptor: Series.statSeconds, labels: [("job", job), ("stat", String(counter.name.dropLast(3)))]
+                    descriptor: Series.statSeconds, labels: [("job", job), ("stat", Self.secondsLabel(counter.name))]
                 ).increment(by: Double(counter.value) / 1000)
-            case .figure:
+            case .figure, nil:
                 break
             }
         }
@@ -183,6 +186,11 @@ public final class CaretakerMetrics: Sendable {
 
     private func duration(_ job: String) -> ValueHistogram {
         registry.makeValueHistogram(descriptor: Series.duration, labels: [("job", job)], buckets: Self.durationBuckets)
+    }
+
+    /// The `stat` label of a time counter: its name without `_ms` (`throttled_ms` → `throttled`).
+    static func secondsLabel(_ name: String) -> String {
+        name.hasSuffix("_ms") ? String(name.dropLast(3)) : name
     }
 
     /// A short label for the reason text stored in `job_runs.error` of a skipped row.

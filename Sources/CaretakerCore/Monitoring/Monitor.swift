@@ -182,7 +182,8 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             case .interrupted, .running, .skipped: break
             }
         }
-        metrics?.recordRun(job: job.name, status: status, stats: stats, duration: duration.seconds)
+        metrics?.recordRun(
+            job: job.name, status: status, stats: stats, declared: job.declaredStats, duration: duration.seconds)
         if refreshesOnOwnConnection {
             var byte = Self.refreshByte
             _ = write(wakePipe.write, &byte, 1)

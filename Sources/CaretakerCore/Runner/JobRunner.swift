@@ -134,6 +134,13 @@ public struct JobRunner: Sendable {
         for counter in stats.counters { metadata[counter.name] = .stringConvertible(JobStatValue(counter.value)) }
         if let message { metadata["error"] = "\(message)" }
         runLogger.log(level: status == .failed ? .error : .info, "run finished", metadata: metadata)
+        let undeclared = request.job.declaredStats.undeclared(in: stats)
+        if !undeclared.isEmpty {
+            // The metrics export a counter by its declared kind: one without a declaration is left out.
+            runLogger.warning(
+                "the run reported stats its job does not declare; they are in job_runs.stats but not exported",
+                metadata: ["stats": "\(undeclared.joined(separator: ","))"])
+        }
         observer?.runFinished(
             request.job, runID: runID, status: status, stats: stats, duration: elapsed,
             dryRun: request.dryRun, on: connection)
