@@ -47,6 +47,6 @@ public struct MailError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The error for an address that fails `MailAddress` validation; its message
-    /// is exactly the `last_error` the request gets (docs/jobs/send-temp-passwords.md).
+    /// is exactly the `last_error` a password reset request gets.
     public static let invalidAddress = MailError(.invalidAddress, "invalid address")
 }

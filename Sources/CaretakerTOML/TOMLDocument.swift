@@ -37,7 +37,7 @@ public struct TOMLTable: Sendable, Equatable {
     /// Line of the `[header]` that opened this table (0 for the root or implicit tables).
     ///
     /// Tables created only by dotted keys, inline tables, and tables that exist only
-    /// because a deeper header named them (`jobs` in `[jobs.prune]`) have 0 here.
+    /// because a deeper header named them (`jobs` in `[jobs.clean]`) have 0 here.
     public let headerLine: Int
 
     /// An empty table (for defaults, when a configuration file leaves a table out).

@@ -129,7 +129,7 @@ extension ParsableCommand {
 extension Failure {
     /// A database error with its exit code (69 for a standby or a lost
     /// connection, else 1) and what to do about it; `context` says what caretaker
-    /// was doing ("recording the run of job prune").
+    /// was doing ("recording the run of job clean-sessions").
     init(_ error: PostgresError, while context: String? = nil) {
         let during = context.map { " while \($0)" } ?? ""
         if error.isReadOnly {

@@ -8,7 +8,7 @@ import Musl
 
 /// journald's native protocol: one datagram per entry to `/run/systemd/journal/socket`,
 /// each field `NAME=value\n` (or `NAME\n`, a 64-bit little-endian length and the value
-/// when it spans lines), so that `journalctl JOB=expire-content STATUS=failed` finds runs.
+/// when it spans lines), so that `journalctl JOB=NAME STATUS=failed` finds runs.
 ///
 /// Used only when stderr is the journal's stream (`$JOURNAL_STREAM` names stderr's
 /// device and inode, as systemd.exec(5) says to check); a message the socket refuses
