@@ -36,10 +36,10 @@ public struct JobOverview: Sendable {
     /// `check`'s verdict; nil for a disabled job (check does not judge those).
     public var health: JobHealth?
     /// The latest run that ran (skipped slots are not runs).
-    public var lastRun: RunSummary?
+    public var lastRun: RunRecord?
     public var nextSlot: Date?
     /// The runs and skipped slots in the window as the timeline draws them, oldest
-    /// first: one mark per run, or one per pixel where runs crowd (`RunStore.timelineMarks`).
+    /// first: one mark per run, or one per pixel where runs crowd (`RunHistory.timelineMarks`).
     public var marks: [TimelineMark]
     public var missed: [MissedSpan]
     /// Per main counter, the sums per bucket of the window.
@@ -133,7 +133,7 @@ public struct JobRuns: Sendable {
     /// Nil when the job is in the history but no longer configured.
     public var configured: JobOverview?
     public var filter: RunFilter
-    public var runs: [RunSummary]
+    public var runs: [RunRecord]
     public var hasNextPage: Bool
 }
 

@@ -7,7 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The dashboard's reads: the history through `RunStore` (the owner of caretaker's
+/// The dashboard's reads: the history through `RunHistory` (which reads caretaker's
 /// tables), plus the database clock and when caretaker's schema was installed.
 ///
 /// Every time decision (the window, "ago", the next slot, which slots were missed)
@@ -32,13 +32,13 @@ public enum DashboardQueries {
         let health = Dictionary(
             uniqueKeysWithValues: try JobHealth.assess(connection, configuration: configuration).map { ($0.job, $0) })
 
-        let store = RunStore(connection)
+        let history = RunHistory(connection)
         let marksByJob = Dictionary(
-            grouping: try store.timelineMarks(startedSince: start, bucketSeconds: window.timelinePixelSeconds),
+            grouping: try history.timelineMarks(startedSince: start, bucketSeconds: window.timelinePixelSeconds),
             by: \.first.job)
-        let claimedByJob = try store.claimedSlots(since: start)
+        let claimedByJob = try history.claimedSlots(since: start)
         var sums: [String: [String: [Int64]]] = [:]
-        for sum in try store.counterSums(since: start, bucketSeconds: window.bucketSeconds)
+        for sum in try history.counterSums(since: start, bucketSeconds: window.bucketSeconds)
         where (0..<window.bucketCount).contains(sum.bucket) {
             sums[sum.job, default: [:]][sum.counter, default: Array(repeating: 0, count: window.bucketCount)][
                 sum.bucket] += sum.total
@@ -47,7 +47,7 @@ public enum DashboardQueries {
         let missedBefore = now.addingTimeInterval(-missedGrace(configuration))
         let jobs = try configuration.jobs.map { job -> JobOverview in
             let marks = marksByJob[job.name] ?? []
-            let last = try store.latestRanSummary(job: job.name)
+            let last = try history.latest(.ran, job: job.name)
             let missed =
                 job.enabled
                 ? missedSpans(
@@ -69,7 +69,7 @@ public enum DashboardQueries {
 
     /// A job's line: what the configuration says, with what the history says.
     static func summary(
-        _ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunSummary?,
+        _ job: JobConfiguration, now: Date, health: JobHealth?, lastRun: RunRecord?,
         marks: [TimelineMark] = [], missed: [MissedSpan] = [], series: [CounterSeries] = []
     ) -> JobOverview {
         JobOverview(
@@ -122,12 +122,12 @@ public enum DashboardQueries {
         else {
             throw PostgresError(kind: .query, message: "the server did not return its clock")
         }
-        let store = RunStore(connection)
+        let history = RunHistory(connection)
         let configured = configuration.job(named: job)
-        if configured == nil, try !store.hasRuns(job: job) {
+        if configured == nil, try !history.hasRuns(job: job) {
             throw DashboardError.notFound("no job \(job) in the configuration or the history")
         }
-        let rows = try store.runSummaries(
+        let rows = try history.runs(
             job: job, status: filter.status, trigger: filter.trigger,
             startedSince: filter.range.seconds.map { nowSeconds - $0 },
             limit: RunFilter.pageSize + 1, offset: (filter.page - 1) * RunFilter.pageSize)
@@ -136,7 +136,7 @@ public enum DashboardQueries {
             summary(
                 job, now: now,
                 health: try JobHealth.assess(connection, configuration: configuration).first { $0.job == job.name },
-                lastRun: try store.latestRanSummary(job: job.name))
+                lastRun: try history.latest(.ran, job: job.name))
         }
         return JobRuns(
             now: now, job: job, configured: overview, filter: filter,
@@ -144,8 +144,8 @@ public enum DashboardQueries {
     }
 
     /// One run's full record, and the database clock.
-    public static func run(_ connection: Connection, id: Int64) throws -> (run: RunSummary, now: Date) {
-        guard let found = try RunStore(connection).runSummary(id: id) else {
+    public static func run(_ connection: Connection, id: Int64) throws -> (run: RunRecord, now: Date) {
+        guard let found = try RunHistory(connection).run(id: id) else {
             throw DashboardError.notFound("no run \(id)")
         }
         return found

@@ -42,6 +42,12 @@ public final class Connection: @unchecked Sendable {
 
     private let handle: OpaquePointer
     private let canceller: Mutex<CancelHandle?>
+    private let sent = Atomic<Int>(0)
+
+    /// How many statements this connection has sent: each `query`, each statement of
+    /// a `pipeline`, each `execute(script:)`. Tests count with it how many round trips
+    /// a piece of work takes.
+    public var statementsSent: Int { sent.load(ordering: .relaxed) }
 
     /// Connects, or throws a `.connection` error with libpq's message.
     public init(_ configuration: Configuration) throws(PostgresError) {
@@ -117,6 +123,7 @@ public final class Connection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: [any PostgresBindable] = []) throws(PostgresError) -> QueryResult {
         let texts = parameters.map(\.postgresText)
+        sent.add(1, ordering: .relaxed)
         let result = withOptionalCStringArray(texts) { pointers in
             PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
         }
@@ -137,6 +144,7 @@ public final class Connection: @unchecked Sendable {
     ///   connection, which is then good for nothing else: close it.
     @discardableResult
     public func query(_ sql: String, timeout: Duration) throws(PostgresError) -> QueryResult {
+        sent.add(1, ordering: .relaxed)
         guard PQsendQuery(handle, sql) == 1 else { throw connectionError() }
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -182,6 +190,7 @@ public final class Connection: @unchecked Sendable {
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
         for statement in statements {
             let texts = statement.parameters.map(\.postgresText)
+            sent.add(1, ordering: .relaxed)
             let sent = withOptionalCStringArray(texts) { pointers in
                 PQsendQueryParams(handle, statement.sql, Int32(texts.count), nil, pointers, nil, nil, 0)
             }
@@ -224,6 +233,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs a script of several statements without parameters (migrations, `SET`).
     public func execute(script: String) throws(PostgresError) {
+        sent.add(1, ordering: .relaxed)
         _ = try consume(PQexec(handle, script), statement: script)
     }
 

@@ -121,6 +121,10 @@ extension ParsableCommand {
             printError(error.description)
             // Gave up waiting for locks: a temporary condition, like a busy job (EX_TEMPFAIL).
             throw ExitCode(error.lockWait != nil ? ExitStatus.busy.rawValue : Failure(error.underlying).status.rawValue)
+        } catch let error as UnknownHistoryValue {
+            // A row a newer caretaker wrote: exit 1, as for any other error the database answered with.
+            printError(error.description)
+            throw ExitCode(ExitStatus.jobFailed.rawValue)
         }
         if status != .ok { throw ExitCode(status.rawValue) }
     }

@@ -51,7 +51,8 @@ extension Caretaker {
                 }
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
-                let records = try RunStore(connection).recent(.init(job: job, status: status, limit: limit))
+                let records = try RunHistory(connection).recent(
+                    .init(job: job, status: status.flatMap(RunStatus.init(rawValue:)), limit: limit))
                 print(json ? Self.json(records) : Self.table(records))
                 return .ok
             }
@@ -61,8 +62,9 @@ extension Caretaker {
             var table = TextTable(["ID", "JOB", "STATUS", "TRIGGER", "STARTED", "DURATION", "STATS", "ERROR"])
             for record in records {
                 table.append([
-                    "\(record.id)", record.job, record.status + (record.dryRun ? " (dry run)" : ""), record.trigger,
-                    record.startedAt, record.durationMilliseconds.map { "\($0)ms" } ?? "-",
+                    "\(record.id)", record.job, record.status.rawValue + (record.dryRun ? " (dry run)" : ""),
+                    record.trigger.rawValue, UTCTimestamp.iso(record.startedAt, milliseconds: true),
+                    record.durationMilliseconds.map { "\($0)ms" } ?? "-",
                     compactStats(record.stats), record.error ?? "",
                 ])
             }
@@ -82,10 +84,10 @@ extension Caretaker {
                 let fields: [String] = [
                     "\"id\": \(record.id)",
                     "\"job\": \(jsonString(record.job))",
-                    "\"trigger\": \(jsonString(record.trigger))",
-                    "\"status\": \(jsonString(record.status))",
-                    "\"started_at\": \(jsonString(record.startedAt))",
-                    "\"finished_at\": \(record.finishedAt.map(jsonString) ?? "null")",
+                    "\"trigger\": \(jsonString(record.trigger.rawValue))",
+                    "\"status\": \(jsonString(record.status.rawValue))",
+                    "\"started_at\": \(jsonString(UTCTimestamp.iso(record.startedAt, milliseconds: true)))",
+                    "\"finished_at\": \(record.finishedAt.map { jsonString(UTCTimestamp.iso($0, milliseconds: true)) } ?? "null")",
                     "\"duration_ms\": \(record.durationMilliseconds.map(String.init) ?? "null")",
                     "\"dry_run\": \(record.dryRun)",
                     "\"stats\": \(record.stats)",

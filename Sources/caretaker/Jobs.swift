@@ -28,12 +28,14 @@ extension Caretaker {
                 let connection = try common.connect(configuration)
                 try common.noteStandby(connection)
                 let now = try DatabaseClock.now(connection)
-                let store = RunStore(connection)
+                let history = RunHistory(connection)
                 var table = TextTable(["JOB", "ENABLED", "SCHEDULE", "TIMEZONE", "NEXT RUN (UTC)", "LAST RUN"])
                 var items: [String] = []
                 for job in configuration.jobs {
                     let next = job.enabled ? job.schedule.nextDate(after: now).map(Self.format) ?? "never" : "-"
-                    let last = try store.latestStart(job: job.name)
+                    let last = try history.latest(.anyRow, job: job.name).map {
+                        (status: $0.status.rawValue, startedAt: UTCTimestamp.iso($0.startedAt))
+                    }
                     let lastText = last.map { "\($0.status) at \($0.startedAt)" } ?? "never"
                     table.append([
                         job.name, job.enabled ? "yes" : "no", job.schedule.text,

@@ -58,12 +58,13 @@ extension Caretaker {
                 table.append([
                     job.name,
                     !job.enabled ? "disabled" : job.health.map { $0.healthy ? "ok" : "UNHEALTHY" } ?? "-",
-                    last.map { "\($0.status) #\($0.id) (\($0.trigger))" } ?? "never",
-                    last.map { StatusReport.age($0.ageSeconds) + " ago" } ?? "-",
+                    last.map { "\($0.status.rawValue) #\($0.id) (\($0.trigger.rawValue))" } ?? "never",
+                    last.map { StatusReport.age(report.now.timeIntervalSince($0.startedAt)) + " ago" } ?? "-",
                     last?.durationMilliseconds.map { "\($0)ms" } ?? "-",
                     last.map { History.compactStats($0.stats) }.flatMap { $0.isEmpty ? nil : $0 } ?? "-",
                     job.nextSlot.map(Jobs.format) ?? "-",
-                    job.running.isEmpty ? "-" : job.running.map(runningText).joined(separator: "; "),
+                    job.running.isEmpty
+                        ? "-" : job.running.map { runningText($0, now: report.now) }.joined(separator: "; "),
                 ])
             }
             lines.append(table.render())
@@ -84,9 +85,11 @@ extension Caretaker {
             return "version \(schema.version) (up to date)"
         }
 
-        static func runningText(_ run: StatusReport.Running) -> String {
-            "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(run.forSeconds))"
-                + (run.alive ? "" : " (its process is gone)")
+        static func runningText(_ going: RunHistory.Going, now: Date) -> String {
+            let run = going.run
+            return
+                "#\(run.id) on \(run.host) pid \(run.pid) for \(StatusReport.age(now.timeIntervalSince(run.startedAt)))"
+                + (going.alive ? "" : " (its process is gone)")
         }
 
         static func json(_ report: StatusReport) -> String {
@@ -94,20 +97,24 @@ extension Caretaker {
             let jobs = report.jobs.map { job -> String in
                 let last =
                     job.lastRun.map { run in
-                        "{\"id\": \(run.id), \"status\": \(jsonString(run.status)), \"trigger\": \(jsonString(run.trigger)), "
-                            + "\"started_at\": \(jsonString(run.startedAt)), \"age_seconds\": \(Int(run.ageSeconds)), "
+                        "{\"id\": \(run.id), \"status\": \(jsonString(run.status.rawValue)), "
+                            + "\"trigger\": \(jsonString(run.trigger.rawValue)), "
+                            + "\"started_at\": \(jsonString(UTCTimestamp.iso(run.startedAt))), "
+                            + "\"age_seconds\": \(Int(report.now.timeIntervalSince(run.startedAt))), "
                             + "\"duration_ms\": \(run.durationMilliseconds.map(String.init) ?? "null"), \"stats\": \(run.stats), "
                             + "\"error\": \(string(run.error)), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid)}"
                     } ?? "null"
-                let running = job.running.map { run in
-                    "{\"id\": \(run.id), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid), "
-                        + "\"started_at\": \(jsonString(run.startedAt)), \"running_seconds\": \(Int(run.forSeconds)), \"alive\": \(run.alive)}"
+                let running = job.running.map { going in
+                    let run = going.run
+                    return "{\"id\": \(run.id), \"host\": \(jsonString(run.host)), \"pid\": \(run.pid), "
+                        + "\"started_at\": \(jsonString(UTCTimestamp.iso(run.startedAt))), "
+                        + "\"running_seconds\": \(Int(report.now.timeIntervalSince(run.startedAt))), \"alive\": \(going.alive)}"
                 }
                 return
                     "    {\"job\": \(jsonString(job.name)), \"enabled\": \(job.enabled), \"schedule\": \(jsonString(job.schedule)), "
                     + "\"healthy\": \(job.health.map { "\($0.healthy)" } ?? "null"), \"health\": \(string(job.health?.reason)), "
                     + "\"last_run\": \(last), \"next_slot\": \(string(job.nextSlot.map(Jobs.format))), "
-                    + "\"running\": [\(running.joined(separator: ", "))], \"alert_state\": \(string(job.alertState))}"
+                    + "\"running\": [\(running.joined(separator: ", "))], \"alert_state\": \(string(job.alertState?.rawValue))}"
             }
             let database =
                 "{\"name\": \(jsonString(report.database.name)), \"server_version\": \(jsonString(report.database.serverVersion)), "

@@ -48,9 +48,11 @@ import Testing
 
     @Test("alert and recovery texts name job, cause, last error and the history command")
     func alertText() {
-        let run = AlertMessage.LastRun(
-            id: 42, status: "failed", error: "division by zero", host: "pi4", pid: 811,
-            startedAt: "2026-11-25 15:00:00 UTC")
+        // 2026-11-25 15:00:00.75 UTC: the mail shows whole seconds.
+        let run = RunRecord(
+            id: 42, job: "broken", trigger: .schedule, status: .failed, slot: nil, attempt: 1,
+            startedAt: Date(timeIntervalSince1970: 1_795_618_800.75), finishedAt: nil, dryRun: false, counters: [],
+            stats: "{}", error: "division by zero", host: "pi4", pid: 811, backendPID: nil)
         let alert = AlertMessage.alert(job: "broken", cause: "last run failed: division by zero", lastRun: run)
         #expect(alert.subject == "[caretaker] broken is unhealthy")
         #expect(alert.body.contains("Cause: last run failed: division by zero"))

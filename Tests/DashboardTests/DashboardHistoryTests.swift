@@ -19,7 +19,7 @@ import Testing
         }
         let expire = try #require(overview.jobs.first { $0.name == "expire-content" })
         #expect(expire.health?.healthy == false)
-        #expect(expire.lastRun?.status == "running")
+        #expect(expire.lastRun?.status == .running)
         #expect(expire.nextSlot.map { $0 > overview.now } == true)
         #expect(expire.scheduleWords == "every 5 minutes")
         let logout = try #require(overview.jobs.first { $0.name == "logout-inactive" })
@@ -96,7 +96,7 @@ import Testing
         // The successes in at most 901 pixels (the window's edges cut one), and a failure
         // every 1000 s, 86 of them, each alone in its pixel.
         #expect(prune.marks.count <= 901 + 86, "\(prune.marks.count) marks")
-        #expect(prune.marks.filter { $0.first.status == "failed" }.count == 86)
+        #expect(prune.marks.filter { $0.first.status == .failed }.count == 86)
         let html = OverviewPage.render(overview)
         #expect(html.utf8.count < 600_000, "\(html.utf8.count) bytes")
     }
@@ -194,7 +194,7 @@ import Testing
             }
         }
         let failed = try await runs("expire-content", RunFilter(status: .failed))
-        #expect(failed.runs.map(\.status) == ["failed"])
+        #expect(failed.runs.map(\.status) == [.failed])
         let retries = try await runs("expire-content", RunFilter(trigger: .retry))
         #expect(retries.runs.count == 1 && retries.runs.first?.attempt == 2)
         #expect(try await runs("expire-content", RunFilter(range: .day)).runs.count == 5)

@@ -28,26 +28,26 @@ import Testing
 
             """)
         let notifier = try AlertNotifier(configuration: configuration, logger: Logger(label: "alert-notifier-test"))
-        let store = RunStore(db.connection)
+        let store = AlertStates(db.connection)
         // The job has been healthy, and the shared state says so.
-        #expect(try store.claimAlertChange(job: "prune", from: nil, to: .healthy, cause: nil) != nil)
+        #expect(try store.claimChange(job: "prune", from: nil, to: .healthy, cause: nil) != nil)
         let healthyBeforeTheFailure = HistoryReadings(jobs: [
             .init(
                 name: "prune",
                 health: JobHealth(
-                    job: "prune", healthy: true, reason: "", lastStatus: "succeeded", lastSuccessAt: nil),
+                    job: "prune", healthy: true, reason: "", lastStatus: .succeeded, lastSuccessAt: nil),
                 lastSuccess: nil, lastRun: nil)
         ])
         let (stored, readings) = try notifier.statesThenReadings(on: db.connection) {
             // While this instance reads the history (from before the job's next run
             // failed), another one saw the failure and alerted.
-            _ = try store.claimAlertChange(job: "prune", from: .healthy, to: .unhealthy, cause: "last run failed")
+            _ = try store.claimChange(job: "prune", from: .healthy, to: .unhealthy, cause: "last run failed")
             return healthyBeforeTheFailure
         }
         try notifier.evaluate(readings, stored: stored, on: db.connection)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: mail).isEmpty,
             "a recovery was mailed from readings older than the alert")
-        #expect(try store.alertStates()["prune"] == .unhealthy)
+        #expect(try store.all()["prune"] == .unhealthy)
     }
 }

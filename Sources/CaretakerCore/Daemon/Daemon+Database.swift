@@ -36,7 +36,7 @@ extension Daemon {
         if try DatabaseRole.isStandby(connection) { throw DatabaseRole.standbyError }
         try requireCompleteSchema(connection)
         try clock.refresh(connection)
-        let rescued = try RunStore(connection).interruptAllOrphans()
+        let rescued = try RunRecorder(connection).interruptAllOrphans()
         if rescued > 0 {
             logger.warning("marked runs of dead processes interrupted", metadata: ["runs": "\(rescued)"])
         }

@@ -20,7 +20,7 @@ extension Daemon {
         for job in configuration.jobs where job.enabled {
             do {
                 let installedAt = try Migrator.installedAt(on: control) ?? Date(timeIntervalSince1970: 0)
-                let lastLookedAfter = try RunStore(control).lastLookedAfter(job: job.name)
+                let lastLookedAfter = try RunRecorder(control).lastLookedAfter(job: job.name)
                 guard
                     carryOut(
                         scheduler.catchUp(

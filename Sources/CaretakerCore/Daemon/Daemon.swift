@@ -18,11 +18,12 @@ import Musl
 /// `caretaker run`: the long-running scheduler, the shell around `Scheduler`.
 ///
 /// One scheduler thread owns all state. It sleeps in `poll(2)` until the
-/// earliest due time, a signal, a finished run or a NOTIFY, asks the `Scheduler`
-/// what to do on a fresh reading of the database clock, and carries that out:
-/// starts runs on threads of their own (libpq blocks; nothing here touches Swift's
-/// cooperative pool), records skipped slots, asks deadline queries, feeds the
-/// watchdog, handles signals. The connections, and the low-footprint rules for
+/// earliest due time, a signal, a finished run, a NOTIFY or a metrics scrape, asks
+/// the `Scheduler` what to do on a fresh reading of the database clock, and carries
+/// that out: starts runs on threads of their own (libpq blocks; nothing here touches
+/// Swift's cooperative pool), records skipped slots, asks deadline queries, feeds the
+/// watchdog, handles signals. Monitoring's refreshes and scrapes are started from
+/// the same loop, each on a short-lived thread (`Daemon+Monitoring.swift`). The connections, and the low-footprint rules for
 /// them, belong to the `ConnectionPool`. Nothing on the scheduler thread waits for
 /// the database longer than one statement (`statement_timeout`) or one connection
 /// attempt: while it is unreachable, attempts are planned like any other wake-up.
@@ -32,6 +33,10 @@ public final class Daemon: @unchecked Sendable {
         /// A run ended on its thread: its outcome, or the error its bookkeeping threw
         /// (the database: connection lost, bookkeeping missing or timed out), not relabelled.
         case finished(request: JobRunner.Request, outcome: Result<RunOutcome, any Error>, connection: Connection?)
+        /// A monitoring refresh ended on its thread.
+        case monitoringRefreshed
+        /// A scrape of `/metrics` was answered on its thread.
+        case scrapeAnswered
     }
 
     let configurationPath: String
@@ -43,8 +48,13 @@ public final class Daemon: @unchecked Sendable {
     /// (not on every connection): a SIGHUP picks up a rotated password file. The pool's.
     var connector: DatabaseConnector { pool.connector }
     var runner: JobRunner
-    /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`.
+    /// Metrics, alerts and pings (`Monitoring/`), told of every run by `runner`;
+    /// refreshed and scraped from this loop (`Daemon+Monitoring.swift`).
     let monitor: Monitor
+    /// When `monitor` refreshes on its own connection.
+    var monitoringPlan: MonitoringPlan
+    /// A scrape's answer is under way on its thread: the listener is not polled meanwhile.
+    var scraping = false
     let logger: Logger
     let notifier: SystemdNotifier
     let events = EventQueue<Event>()
@@ -71,6 +81,8 @@ public final class Daemon: @unchecked Sendable {
         self.notifier = SystemdNotifier()
         self.shutdownGraceMicroseconds = Atomic(configuration.worker.shutdownGrace.microseconds)
         self.monitor = try Monitor(configuration: configuration, isDaemon: true, logger: logger)
+        self.monitoringPlan = MonitoringPlan(
+            enabled: monitor.refreshesOnOwnConnection, interval: Monitor.refreshInterval, now: .now)
         self.runner = JobRunner(
             configuration: configuration,
             mail: try MailSetup.transport(for: configuration.jobs.filter(\.enabled), configuration: configuration),
@@ -91,10 +103,7 @@ public final class Daemon: @unchecked Sendable {
                 "version": "\(caretakerVersion)", "config": "\(configurationPath)",
                 "low_footprint": "\(lowFootprint)", "max_concurrent_jobs": "\(configuration.worker.maxConcurrentJobs)",
             ])
-        do { try monitor.start() } catch {
-            logger.error("cannot start monitoring", metadata: ["error": "\(error)"])
-            return .configuration
-        }
+        monitor.start()
         guard waitForDatabase() else { return shutdown() }
         if refusesSharedSessions() { return .configuration }
         startScheduling()
@@ -125,10 +134,15 @@ public final class Daemon: @unchecked Sendable {
         return false
     }
 
-    /// Sleeps until the timeout, an event or a NOTIFY; handles what arrived and feeds the watchdog.
+    /// Sleeps until the timeout, an event, a NOTIFY, a scrape or the next monitoring
+    /// refresh; handles what arrived, starts the monitoring work due and feeds the watchdog.
     private func waitForEvents(timeout: Duration?, beforeSleeping: () -> Void = {}) {
-        events.wait(timeout: timeout, socket: pool.listenSocket, beforeSleeping: beforeSleeping).forEach(handle)
+        let sockets = [pool.listenSocket, scraping ? nil : monitor.listenerDescriptor].compactMap { $0 }
+        events.wait(
+            timeout: Self.earliest(timeout, timeUntilMonitoring()), sockets: sockets, beforeSleeping: beforeSleeping
+        ).forEach(handle)
         drainNotifications()
+        dispatchMonitoring()
         feedWatchdog()
     }
 
@@ -143,6 +157,14 @@ public final class Daemon: @unchecked Sendable {
             stopRequested.store(true, ordering: .relaxed)
         case .finished(let request, let outcome, let connection):
             finished(request, outcome: outcome, connection: connection)
+            // A recorded run's figures should show now (the runner counted them already).
+            if case .success(.finished) = outcome, !request.dryRun { monitoringPlan.runEnded(now: .now) }
+        case .monitoringRefreshed:
+            monitoringPlan.refreshEnded(now: .now)
+        case .scrapeAnswered:
+            scraping = false
+            // Answering mapped code back in: low-footprint mode hands it back before sleeping again.
+            idleMemoryReleased = false
         }
     }
 
@@ -220,6 +242,7 @@ public final class Daemon: @unchecked Sendable {
             events.wait(timeout: notifier.watchdogInterval).forEach(handle)
             feedWatchdog()
         }
+        waitForMonitoringWork()
         // Slots that came due while low-footprint mode's only connection was busy.
         if scheduler.hasSkipsToRecord, pool.control != nil {
             carryOut(scheduler.dispatch(now: clock.now, freePlaces: 0, canRecord: true, stopping: true))
@@ -267,7 +290,7 @@ public final class Daemon: @unchecked Sendable {
         configuration = fresh
         pool.connector = freshConnector
         runner = JobRunner(configuration: configuration, mail: mail, logger: logger, observer: monitor)
-        monitor.reload(configuration)
+        monitor.reload(configuration, databaseChanged: databaseChanged)
         idleMemoryReleased = false
         shutdownGraceMicroseconds.store(fresh.worker.shutdownGrace.microseconds, ordering: .relaxed)
         carryOut(

@@ -36,15 +36,15 @@ final class EventQueue<Event: Sendable>: Sendable {
         _ = write(writeEnd, &byte, 1)
     }
 
-    /// Waits up to `timeout` (nil: forever) for events or for `socket` to become readable,
-    /// and returns the events queued by then (none when the socket or the timeout woke it:
-    /// the caller reads the socket and its clock itself). `beforeSleeping` runs just
-    /// before `poll(2)`, when nothing is left to do but sleep (the idle memory release,
+    /// Waits up to `timeout` (nil: forever) for events or for one of `sockets` to become
+    /// readable, and returns the events queued by then (none when a socket or the timeout
+    /// woke it: the caller reads the sockets and its clock itself). `beforeSleeping` runs
+    /// just before `poll(2)`, when nothing is left to do but sleep (the idle memory release,
     /// after which every code page that runs is mapped back).
-    func wait(timeout: Duration?, socket: Int32? = nil, beforeSleeping: () -> Void = {}) -> [Event] {
+    func wait(timeout: Duration?, sockets: [Int32] = [], beforeSleeping: () -> Void = {}) -> [Event] {
         if let ready = takeIfAny() { return ready }
         var descriptors = [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
-        if let socket { descriptors.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
+        for socket in sockets { descriptors.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
         let milliseconds: Int32 = timeout.map { Int32(clamping: max(0, ($0.microseconds + 999) / 1000)) } ?? -1
         beforeSleeping()
         _ = poll(&descriptors, nfds_t(descriptors.count), milliseconds)

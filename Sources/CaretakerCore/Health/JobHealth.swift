@@ -24,8 +24,17 @@ public struct JobHealth: Sendable {
     public let healthy: Bool
     /// Why, in a phrase an operator can act on.
     public let reason: String
-    public let lastStatus: String?
+    public let lastStatus: RunStatus?
+    /// The last successful finish, as `2026-01-02T03:04:05Z`.
     public let lastSuccessAt: String?
+
+    public init(job: String, healthy: Bool, reason: String, lastStatus: RunStatus?, lastSuccessAt: String?) {
+        self.job = job
+        self.healthy = healthy
+        self.reason = reason
+        self.lastStatus = lastStatus
+        self.lastSuccessAt = lastSuccessAt
+    }
 
     /// This many finished runs in a row with blocked rows make a job unhealthy.
     public static let blockedRunsLimit = 3
@@ -36,6 +45,14 @@ public struct JobHealth: Sendable {
     public static func assess(
         _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
     ) throws -> [JobHealth] {
+        try judge(connection, configuration: configuration, watchedFor: watchedFor).map(\.health)
+    }
+
+    /// Each enabled job's health with the facts it was judged by, in two statements
+    /// whatever the number of jobs: the clock, then the history (`RunHistory.facts`).
+    static func judge(
+        _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
+    ) throws -> [(health: JobHealth, facts: RunHistory.JobFacts)] {
         guard
             let clock = try connection.query(
                 """
@@ -45,36 +62,31 @@ public struct JobHealth: Sendable {
             ).first, let now = clock.double("now")
         else { return [] }
         let installed = clock.double("installed") ?? now
-        return try configuration.jobs.filter(\.enabled).map { job in
-            try assess(
-                job, connection: connection, now: now,
-                installed: installed, watchedFor: watchedFor.map { $0[job.name] ?? .zero })
+        let jobs = configuration.jobs.filter(\.enabled)
+        let facts = try RunHistory(connection).facts(jobs: jobs.map(\.name), blockedRuns: blockedRunsLimit)
+        return jobs.map { job in
+            let facts = facts[job.name] ?? RunHistory.JobFacts()
+            let health = assess(
+                job, facts: facts, now: now, installed: installed, watchedFor: watchedFor.map { $0[job.name] ?? .zero })
+            return (health, facts)
         }
     }
 
-    /// The latest run's blocked counters (`posts_blocked=1`) when each of the last
-    /// `blockedRunsLimit` finished runs blocked some rows; else nil.
-    private static func keepsBlocking(_ job: JobConfiguration, connection: Connection) throws -> String? {
-        let counted = try RunStore(connection).blockedCounters(job: job.name, lastRuns: blockedRunsLimit)
-        guard counted.runs == blockedRunsLimit, counted.blocked == blockedRunsLimit else { return nil }
-        return counted.latest
-    }
-
-    private static func assess(
-        _ job: JobConfiguration, connection: Connection, now: Double, installed: Double, watchedFor: Duration?
-    ) throws -> JobHealth {
-        let store = RunStore(connection)
-        let runs = try store.finishedRuns(job: job.name)
+    /// Judges `job` by its `facts`; `now` and `installed` are epoch seconds of the database clock.
+    static func assess(
+        _ job: JobConfiguration, facts runs: RunHistory.JobFacts, now: Double, installed: Double,
+        watchedFor: Duration?
+    ) -> JobHealth {
         let lastStatus = runs.lastStatus
-        let lastSuccess = runs.lastSuccess
+        let lastSuccess = runs.lastSuccess?.timeIntervalSince1970
         let stale = job.staleness(after: Date(timeIntervalSince1970: now)).seconds
         let staleText = DurationText.format(.seconds(Int64(stale.rounded())))
         func health(_ healthy: Bool, _ reason: String) -> JobHealth {
             JobHealth(
                 job: job.name, healthy: healthy, reason: reason, lastStatus: lastStatus,
-                lastSuccessAt: runs.lastSuccessText)
+                lastSuccessAt: runs.lastSuccess.map { UTCTimestamp.iso($0) })
         }
-        if lastStatus == "failed" {
+        if lastStatus == .failed {
             return health(false, "last run failed: \(runs.lastError ?? "no error recorded")")
         }
         guard let lastSuccess else {
@@ -82,7 +94,7 @@ public struct JobHealth: Sendable {
             var graceFrom = installed
             var overdue = "has never succeeded, and the schema was migrated more than \(staleText) ago"
             if let watchedFor {
-                graceFrom = max(installed, try store.firstSeen(job: job.name) ?? now - watchedFor.seconds)
+                graceFrom = max(installed, runs.firstSeen?.timeIntervalSince1970 ?? now - watchedFor.seconds)
                 overdue = "has never succeeded in the \(staleText) (stale_after) since caretaker first saw it"
             }
             return now - graceFrom > stale ? health(false, overdue) : health(true, "has not run yet")
@@ -90,10 +102,11 @@ public struct JobHealth: Sendable {
         if now - lastSuccess > stale {
             return health(false, "last success is older than stale_after (\(staleText))")
         }
-        if let blocked = try keepsBlocking(job, connection: connection) {
+        // Each of the last `blockedRunsLimit` finished runs blocked some rows.
+        if runs.recentRuns == blockedRunsLimit, runs.recentBlocked == blockedRunsLimit {
             return health(
                 false,
-                "the last \(blockedRunsLimit) runs each skipped rows the app protects (latest: \(blocked)): "
+                "the last \(blockedRunsLimit) runs each skipped rows the app protects (latest: \(runs.latestBlocked ?? "")): "
                     + "the run's warning in the log names the constraint or trigger and the rows")
         }
         return health(true, "ok")

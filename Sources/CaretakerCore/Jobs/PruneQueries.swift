@@ -1,7 +1,7 @@
 /// The SQL of `prune`: per table it prunes, what makes a row old enough, with
 /// the app schema spliced in as a quoted identifier and every value passed as a
 /// parameter. `$1` is always the table's keep duration in microseconds.
-/// caretaker's own tables come from `RunStore`, which owns their SQL.
+/// caretaker's own tables come from `PrunableRows`, beside the rest of the history's SQL.
 struct PruneQueries {
     /// One table prune deletes from.
     struct Target {
@@ -18,7 +18,7 @@ struct PruneQueries {
 
         var blockedCounter: String { counter.replacing("_deleted", with: "_blocked") }
 
-        init(counter: String, _ prunable: RunStore.Prunable) {
+        init(counter: String, _ prunable: PrunableRows) {
             let (table, key, condition) = (prunable.table, prunable.key, prunable.condition)
             self.counter = counter
             count = "SELECT count(*) AS n FROM \(table) WHERE \(condition)"
@@ -34,16 +34,16 @@ struct PruneQueries {
     let resetRequests: Target
 
     init(schema s: String) {
-        runs = Target(counter: "runs_deleted", RunStore.prunableRuns)
-        slots = Target(counter: "slots_deleted", RunStore.prunableSlots)
+        runs = Target(counter: "runs_deleted", PrunableRows.runs)
+        slots = Target(counter: "slots_deleted", PrunableRows.slots)
         sessions = Target(
             counter: "sessions_deleted",
-            RunStore.Prunable(
+            PrunableRows(
                 table: "\(s).sessions", key: "id",
                 condition: "revoked_at < now() - $1::bigint * interval '1 microsecond'"))
         resetRequests = Target(
             counter: "reset_requests_deleted",
-            RunStore.Prunable(
+            PrunableRows(
                 table: "\(s).password_reset_requests", key: "id",
                 condition: "status <> 'pending' AND requested_at < now() - $1::bigint * interval '1 microsecond'"))
     }

@@ -38,7 +38,7 @@ struct AlertNotifier: Sendable {
     func statesThenReadings(
         on connection: Connection, _ read: () throws -> HistoryReadings
     ) throws -> (stored: [String: AlertPolicy.Stored], readings: HistoryReadings) {
-        let stored = try RunStore(connection).alertStates()
+        let stored = try AlertStates(connection).all()
         return (stored, try read())
     }
 
@@ -61,15 +61,16 @@ struct AlertNotifier: Sendable {
         guard let next = AlertPolicy.stored(after: action) else { return }
         var cause: String?
         if case .alert(let text) = action { cause = text }
-        let store = RunStore(connection)
+        let states = AlertStates(connection)
         // nil: another instance took the change first.
-        guard let since = try store.claimAlertChange(job: job, from: previous, to: next, cause: cause) else { return }
+        guard let since = try states.claimChange(job: job, from: previous, to: next, cause: cause) else { return }
         let message: (subject: String, body: String)
         switch action {
         case .nothing, .remember:
             return
         case .alert(let cause):
-            message = AlertMessage.alert(job: job, cause: cause, lastRun: try store.lastFinishedRun(job: job))
+            message = AlertMessage.alert(
+                job: job, cause: cause, lastRun: try RunHistory(connection).latest(.finished, job: job))
         case .recover:
             message = AlertMessage.recovery(job: job, unhealthySince: since)
         }
@@ -82,7 +83,7 @@ struct AlertNotifier: Sendable {
             logger.error(
                 "alert mail could not be sent; trying again later",
                 metadata: ["job": "\(job)", "error": "\(error)"])
-            try store.handBackAlertChange(
+            try states.handBackChange(
                 job: job, to: previous ?? .healthy, from: next, retryAfter: Self.retryAfterFailedSend)
         }
     }
@@ -91,20 +92,11 @@ struct AlertNotifier: Sendable {
 /// The text of alert and recovery mails. Everything in them comes from
 /// `job_runs`, whose errors are already free of secrets.
 enum AlertMessage {
-    struct LastRun: Sendable {
-        let id: Int64
-        let status: String
-        let error: String?
-        let host: String
-        let pid: Int
-        let startedAt: String
-    }
-
-    static func alert(job: String, cause: String, lastRun: LastRun?) -> (subject: String, body: String) {
+    static func alert(job: String, cause: String, lastRun: RunRecord?) -> (subject: String, body: String) {
         var body = "caretaker job \(job) is unhealthy.\n\nCause: \(cause)\n"
         if let lastRun {
             body +=
-                "Last run: #\(lastRun.id) \(lastRun.status), started \(lastRun.startedAt) on \(lastRun.host) (pid \(lastRun.pid))\n"
+                "Last run: #\(lastRun.id) \(lastRun.status.rawValue), started \(UTCTimestamp.readable(lastRun.startedAt)) on \(lastRun.host) (pid \(lastRun.pid))\n"
             body += "Last error: \(lastRun.error ?? "none")\n"
         } else {
             body += "Last run: none recorded\n"

@@ -13,9 +13,7 @@ public enum AlertPolicy {
     }
 
     /// What `caretaker.job_alerts` says (`nil`: no row yet).
-    public enum Stored: String, Sendable {
-        case healthy, unhealthy
-    }
+    public typealias Stored = AlertState
 
     public enum Action: Sendable, Equatable {
         case nothing

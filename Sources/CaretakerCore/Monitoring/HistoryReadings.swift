@@ -18,27 +18,27 @@ public struct HistoryReadings: Sendable {
         public let lastRun: Double?
     }
 
-    /// Skipped slots recorded since the cursor, by job and reason (a row counts
-    /// `stats.missed_slots` slots when it says so, else one).
-    public struct SkippedSlots: Sendable, Equatable {
-        public let job: String
-        public let reason: String
-        public let slots: Int
-    }
+    /// Skipped slots recorded since the cursor, by job and reason.
+    public typealias SkippedSlots = RunHistory.SkippedSlots
 
     public let jobs: [Job]
 
-    /// Reads the readings of every enabled job (`watchedFor`: as `JobHealth.assess` takes it).
+    public init(jobs: [Job]) {
+        self.jobs = jobs
+    }
+
+    /// Reads the readings of every enabled job (`watchedFor`: as `JobHealth.assess`
+    /// takes it): the database clock, then one read of the history for all jobs.
     public static func read(
         _ connection: Connection, configuration: Configuration, watchedFor: [String: Duration]? = nil
     ) throws -> HistoryReadings {
-        let health = try JobHealth.assess(connection, configuration: configuration, watchedFor: watchedFor)
-        let store = RunStore(connection)
-        let jobs = try health.map { health in
-            let runs = try store.finishedRuns(job: health.job)
-            return Job(name: health.job, health: health, lastSuccess: runs.lastSuccess, lastRun: runs.lastRun)
-        }
-        return HistoryReadings(jobs: jobs)
+        let judged = try JobHealth.judge(connection, configuration: configuration, watchedFor: watchedFor)
+        return HistoryReadings(
+            jobs: judged.map { health, facts in
+                Job(
+                    name: health.job, health: health, lastSuccess: facts.lastSuccess?.timeIntervalSince1970,
+                    lastRun: facts.lastRun?.timeIntervalSince1970)
+            })
     }
 
     /// Where the count of skipped rows stopped: the highest id counted, and when
@@ -63,11 +63,10 @@ public struct HistoryReadings: Sendable {
         uptime: Duration
     ) throws -> ([SkippedSlots], SkippedCursor) {
         var moved = cursor
-        moved.lookedAt = try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now").first?
-            .double("now")
-        let rows = try RunStore(connection).skippedSlots(
+        let read = try RunHistory(connection).skippedSlots(
             afterID: cursor.lastID, lookedAt: cursor.lookedAt, uptime: uptime)
-        moved.lastID = max(cursor.lastID, rows.compactMap(\.lastID).max() ?? 0)
-        return (rows.map(\.counts), moved)
+        moved.lookedAt = read.now ?? cursor.lookedAt
+        moved.lastID = max(cursor.lastID, read.lastID ?? 0)
+        return (read.counts, moved)
     }
 }

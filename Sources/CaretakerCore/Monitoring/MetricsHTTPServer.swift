@@ -7,10 +7,11 @@ import Musl
 /// A listening socket that answers `GET /metrics` and nothing else.
 ///
 /// Deliberately small (see docs/monitoring.md and docs/design/how-we-got-here.md for the measurement behind it):
-/// one request per connection, answered on the monitor thread that polls the
-/// socket, so the daemon gains one thread and no event loop. A client gets
+/// one request per connection. The daemon's event loop polls `descriptor` with
+/// its other sockets, takes a waiting client with `acceptWaiting` and answers it
+/// on a short-lived thread, so the daemon gains no event loop. A client gets
 /// `requestTimeout` to send its request line and headers; a slow or silent one
-/// is dropped, so it cannot hold the thread.
+/// is dropped, so it cannot hold that thread.
 final class MetricsHTTPServer {
     let address: ListenAddress
     /// The bound port (the configured one, or the kernel's pick for port 0).
@@ -49,6 +50,8 @@ final class MetricsHTTPServer {
             close(fd)
             throw MonitoringError("cannot listen on \(address) ([metrics] listen): \(reason)")
         }
+        // Non-blocking, so that `acceptWaiting` returns at once when the client left again.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         descriptor = fd
         port = Self.localPort(of: fd) ?? UInt16(address.port)
     }
@@ -61,9 +64,21 @@ final class MetricsHTTPServer {
     /// Accepts one waiting connection (call when `descriptor` is readable) and
     /// answers it with `body()` for `GET /metrics`, 404 or 405 otherwise.
     func serveOne(body: () -> [UInt8]) {
+        if let client = acceptWaiting() { Self.answer(client, body: body) }
+    }
+
+    /// A client connection waiting to be answered, or nil when none is (without waiting).
+    func acceptWaiting() -> Int32? {
         let client = accept(descriptor, nil, nil)
-        guard client >= 0 else { return }
+        guard client >= 0 else { return nil }
         _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        return client
+    }
+
+    /// Reads `client`'s request and answers it with `body()` for `GET /metrics`,
+    /// 404 or 405 otherwise; closes it. Blocks for at most `requestTimeoutMilliseconds`
+    /// for the request and as long again for the answer's send.
+    static func answer(_ client: Int32, body: () -> [UInt8]) {
         defer { close(client) }
         var timeout = timeval(tv_sec: Int(Self.requestTimeoutMilliseconds / 1000), tv_usec: 0)
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -80,7 +95,7 @@ final class MetricsHTTPServer {
     }
 
     /// The request line and headers, or nil when the client was too slow, closed, or sent too much.
-    private func readHead(_ client: Int32) -> [UInt8]? {
+    private static func readHead(_ client: Int32) -> [UInt8]? {
         var head: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1024)
         let terminator: [UInt8] = [13, 10, 13, 10]

@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import Postgres
 import Synchronization
@@ -17,14 +16,17 @@ import Musl
 /// What operators see and hear: Prometheus metrics (`[metrics]`), alert mails
 /// (`[alerts]`) and pings (`ping_url`), fed by `JobRunner` as a `RunObserver`.
 ///
-/// After every run it reads the shared history, updates the metrics, writes the
-/// textfile and evaluates alerts (which may send a mail). In normal mode a monitor
-/// thread does that on a connection of its own, woken by each run's end and every
-/// `refreshInterval` (so a job that goes stale while nothing runs is still noticed,
-/// and `caretaker_database_up` stays current): the run's thread only counts, and
-/// the job's lock is not held while a mail goes out. Low-footprint mode and `once`
-/// keep no extra connection: they read on the run's connection, after the run is
-/// recorded. The monitor thread also answers `GET /metrics` when `listen` is set.
+/// A refresh reads the shared history once (`HistoryReadings`), updates the
+/// metrics, evaluates alerts (which may send a mail) and rewrites the textfile.
+/// The monitor has no thread or loop of its own. In the daemon's normal mode, the
+/// daemon's event loop decides when to refresh (`MonitoringPlan`: after each run's
+/// end and every `refreshInterval`) and polls the `[metrics] listen` socket with
+/// its other sockets; it runs each refresh (`refreshOnOwnConnection`, on a
+/// connection the monitor keeps between refreshes) and each scrape's answer on a
+/// short-lived thread and hears of its end as an event. So the scheduler thread
+/// never waits on a mail server or a slow scraper, and a run's lock is not held
+/// while a mail goes out. Low-footprint mode and `once` keep no extra connection:
+/// they refresh on the run's connection and thread, after the run is recorded.
 public final class Monitor: RunObserver, @unchecked Sendable {
     static let refreshInterval: Duration = .seconds(60)
     /// How often a `[metrics] listen` address that could not be bound is tried again.
@@ -36,36 +38,36 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     private let pinger: Pinger
     /// Only `caretaker run` exposes metrics.
     private let metrics: CaretakerMetrics?
+    /// Normal-mode daemon with metrics or alerts: refreshes come from the daemon's
+    /// loop, on the monitor's own connection; otherwise on each run's connection.
+    public let refreshesOnOwnConnection: Bool
     private struct State {
         var configuration: Configuration
         var alerts: AlertNotifier?
         /// Since when each enabled job is watched: a new job's grace before "never succeeded".
         var watch: JobWatch
         var skippedCursor = HistoryReadings.SkippedCursor()
+        /// The connection refreshes read on, between them (normal mode).
+        var connection: Connection?
     }
     private let state: Mutex<State>
-    /// One reading at a time: the monitor thread and run threads take turns.
+    /// One reading at a time: a refresh thread and run threads take turns.
     private let refreshing = Mutex<Void>(())
+    /// Used by the daemon's loop thread only.
     private var server: MetricsHTTPServer?
-    /// `[metrics] listen` as configured at start; while `server` is nil the monitor thread retries it.
+    /// `[metrics] listen` as configured at start; while `server` is nil the bind is retried.
     private var listenAddress: ListenAddress?
     private var nextBindAttempt = ContinuousClock.now
-    /// Wakes the monitor thread: `refreshByte` after a run, `stopByte` to end it.
-    private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
-    private static let refreshByte: UInt8 = 1
-    private static let stopByte: UInt8 = 0
-    /// Set once by `start`: the monitor thread reads the history on its own connection.
-    private var refreshesOnOwnConnection = false
-    private let threadDone = DispatchSemaphore(value: 0)
-    private var threadRunning = false
 
-    /// `isDaemon`: `caretaker run` (metrics, monitor thread); else `once` (pings and alerts only).
+    /// `isDaemon`: `caretaker run` (metrics, refreshes of its own); else `once` (pings and alerts only).
     public init(configuration: Configuration, isDaemon: Bool, logger: Logger) throws {
         self.logger = logger
         self.isDaemon = isDaemon
         pinger = Pinger(logger: logger)
         let metricsOn = isDaemon && (!configuration.metrics.listen.isEmpty || !configuration.metrics.textfile.isEmpty)
         metrics = metricsOn ? CaretakerMetrics(version: caretakerVersion) : nil
+        refreshesOnOwnConnection =
+            isDaemon && !configuration.worker.lowFootprint && (metricsOn || !configuration.alerts.mailTo.isEmpty)
         state = Mutex(
             State(
                 configuration: configuration, alerts: try Self.alerts(configuration, logger: logger),
@@ -77,52 +79,31 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         configuration.alerts.mailTo.isEmpty ? nil : try AlertNotifier(configuration: configuration, logger: logger)
     }
 
-    /// Opens the listener and starts the monitor thread when there is work for it.
+    /// Opens the `[metrics] listen` listener (the daemon only).
     ///
     /// A listener that cannot bind (the port is taken, the address is not this host's)
-    /// stops nothing: the error is logged once, the jobs run, and the monitor thread
+    /// stops nothing: the error is logged once, the jobs run, and the daemon's loop
     /// tries the bind again every `bindRetryInterval` (`caretaker check` names it meanwhile).
-    public func start() throws {
+    public func start() {
         let configuration = state.withLock { $0.configuration }
         if isDaemon, let address = ListenAddress(metrics: configuration.metrics.listen) {
             listenAddress = address
             bindListener(first: true)
         }
-        let lowFootprint = configuration.worker.lowFootprint
-        let refreshes =
-            isDaemon && !lowFootprint
-            && (metrics != nil || !configuration.alerts.mailTo.isEmpty)
-        guard listenAddress != nil || refreshes else { return }
-        refreshesOnOwnConnection = refreshes
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            throw MonitoringError("cannot create the monitor's wake-up pipe: \(SystemError.lastMessage())")
-        }
-        wakePipe = (fds[0], fds[1])
-        threadRunning = true
-        let connector = refreshes ? try DatabaseConnector(options: configuration.database) : nil
-        OSThread.start(name: "caretaker/monitor", stackSize: 256 * 1024) { [self] in
-            monitorLoop(connector: connector, lowFootprint: lowFootprint)
-            threadDone.signal()
-        }
     }
 
-    /// Stops the monitor thread and sends what pings are queued (waiting a little longer than one ping's timeout).
+    /// Closes the listener and the refresh connection, and sends what pings are
+    /// queued (waiting a little longer than one ping's timeout). Call when no refresh
+    /// or scrape is under way.
     public func stop() {
-        if threadRunning {
-            var byte = Self.stopByte
-            _ = write(wakePipe.write, &byte, 1)
-            _ = threadDone.wait(timeout: .now() + .seconds(5))
-            close(wakePipe.read)
-            close(wakePipe.write)
-            threadRunning = false
-        }
         server = nil
+        state.withLock { $0.connection = nil }
         pinger.drain(timeout: .milliseconds(Pinger.timeoutMilliseconds + 1000))
     }
 
     /// SIGHUP: new jobs, ping URLs and alert recipient; `[metrics]` changes take effect at the next start.
-    public func reload(_ configuration: Configuration) {
+    /// With `databaseChanged`, the next refresh connects afresh.
+    public func reload(_ configuration: Configuration, databaseChanged: Bool = false) {
         let alerts: AlertNotifier?
         do {
             alerts = try Self.alerts(configuration, logger: logger)
@@ -137,6 +118,7 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 state.configuration = configuration
                 state.alerts = alerts
                 state.watch.reload(configuration)
+                if databaseChanged { state.connection = nil }
             }
             return state.configuration.metrics
         }
@@ -144,6 +126,39 @@ public final class Monitor: RunObserver, @unchecked Sendable {
             logger.warning("[metrics] changes take effect at the next start")
         }
         metrics?.declare(jobs: configuration.jobs.filter(\.enabled).map(\.name))
+    }
+
+    // MARK: The listener (the daemon's loop thread)
+
+    /// The listening socket for the daemon's loop to poll; nil while there is none.
+    public var listenerDescriptor: Int32? { server?.descriptor }
+
+    /// How long until the next attempt to bind `[metrics] listen`; nil when it is bound or not configured.
+    public var timeUntilBindAttempt: Duration? {
+        guard server == nil, listenAddress != nil else { return nil }
+        return max(.zero, ContinuousClock.now.duration(to: nextBindAttempt))
+    }
+
+    /// Binds `[metrics] listen` again when it failed before and the next attempt is due.
+    public func retryBindIfDue() {
+        guard server == nil, listenAddress != nil, ContinuousClock.now >= nextBindAttempt else { return }
+        bindListener(first: false)
+    }
+
+    /// A scraper's connection waiting to be answered (`answerScrape`), or nil.
+    public func acceptScrape() -> Int32? {
+        guard metrics != nil else { return nil }
+        return server?.acceptWaiting()
+    }
+
+    /// Answers a scraper's connection from `acceptScrape` with the metrics and closes it
+    /// (any thread: it may wait up to the request timeout for a slow client).
+    public func answerScrape(_ client: Int32) {
+        guard let metrics else {
+            close(client)
+            return
+        }
+        MetricsHTTPServer.answer(client) { metrics.exposition() }
     }
 
     /// Binds `[metrics] listen`; logs a failure only the first time, and the bind that finally works.
@@ -184,15 +199,32 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         }
         metrics?.recordRun(
             job: job.name, status: status, stats: stats, declared: job.declaredStats, duration: duration.seconds)
-        if refreshesOnOwnConnection {
-            var byte = Self.refreshByte
-            _ = write(wakePipe.write, &byte, 1)
-        } else {
-            refresh(on: connection)
-        }
+        // Normal mode: the daemon's loop hears of the run's end and plans the refresh.
+        if !refreshesOnOwnConnection { refresh(on: connection) }
     }
 
     // MARK: Readings
+
+    /// A refresh on the monitor's own connection, (re)connecting with `connector`
+    /// when it has none that works; without one, the metrics say the database is down.
+    /// Blocks (the database, a mail): the daemon calls it on a thread of its own.
+    public func refreshOnOwnConnection(connector: DatabaseConnector) {
+        var connection = state.withLock { state in
+            defer { state.connection = nil }
+            return state.connection
+        }
+        if connection?.isHealthy != true {
+            connection = try? connector.connect(applicationName: "caretaker/monitor")
+        }
+        if let connection {
+            refresh(on: connection)
+            // Kept for the next refresh, unless a reload moved to another database meanwhile.
+            state.withLock { if $0.connection == nil { $0.connection = connection } }
+        } else {
+            metrics?.databaseUnavailable()
+            writeTextfile(state.withLock { $0.configuration.metrics.textfile })
+        }
+    }
 
     /// Reads the history, updates the metrics, evaluates alerts and rewrites the
     /// textfile. Failures are logged, never passed on: monitoring must not fail a run.
@@ -227,62 +259,15 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         }
     }
 
+    /// The metrics as a scrape gets them (empty without metrics).
+    func metricsExposition() -> [UInt8] { metrics?.exposition() ?? [] }
+
     private func writeTextfile(_ path: String) {
         guard let metrics, !path.isEmpty else { return }
         do {
             try TextfileWriter.write(metrics.exposition(), to: path)
         } catch {
             logger.warning("metrics textfile not written", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// The monitor thread: answers scrapes, and (with a connector) refreshes after
-    /// each run and every `refreshInterval`.
-    private func monitorLoop(connector: DatabaseConnector?, lowFootprint: Bool) {
-        var connection: Connection?
-        var nextRefresh = ContinuousClock.now
-        var releaseBeforeSleeping = false
-        while true {
-            if let connector, ContinuousClock.now >= nextRefresh {
-                if connection?.isHealthy != true {
-                    connection = try? connector.connect(applicationName: "caretaker/monitor")
-                }
-                if let connection {
-                    refresh(on: connection)
-                } else {
-                    metrics?.databaseUnavailable()
-                    writeTextfile(state.withLock { $0.configuration.metrics.textfile })
-                }
-                nextRefresh = ContinuousClock.now + Self.refreshInterval
-            }
-            if server == nil, listenAddress != nil, ContinuousClock.now >= nextBindAttempt {
-                bindListener(first: false)
-            }
-            var fds = [
-                pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: server?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
-            ]
-            var wakeAt: ContinuousClock.Instant? = connector == nil ? nil : nextRefresh
-            if server == nil, listenAddress != nil { wakeAt = min(wakeAt ?? nextBindAttempt, nextBindAttempt) }
-            let wait = wakeAt.map { Int32(max(0, ContinuousClock.now.duration(to: $0).microseconds / 1000)) } ?? -1
-            // Low-footprint mode: a scrape maps code back in; hand it back until the next one,
-            // last before poll(2), so that no code runs between the release and the sleep.
-            if releaseBeforeSleeping {
-                IdleMemory.release()
-                releaseBeforeSleeping = false
-            }
-            let ready = poll(&fds, nfds_t(fds.count), wait)
-            if ready < 0 && errno != EINTR { return }
-            if fds[0].revents != 0 {
-                var bytes = [UInt8](repeating: 0, count: 64)
-                let count = read(wakePipe.read, &bytes, bytes.count)
-                if count <= 0 || bytes[..<count].contains(Self.stopByte) { return }
-                nextRefresh = ContinuousClock.now
-            }
-            if fds[1].revents & Int16(POLLIN) != 0, let server, let metrics {
-                server.serveOne { metrics.exposition() }
-                releaseBeforeSleeping = lowFootprint
-            }
         }
     }
 }

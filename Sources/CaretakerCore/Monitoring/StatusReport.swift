@@ -25,41 +25,19 @@ public struct StatusReport: Sendable {
         public var problem: String? = nil
     }
 
-    public struct LastRun: Sendable {
-        public let id: Int64
-        public let status: String
-        public let trigger: String
-        public let startedAt: String
-        public let ageSeconds: Double
-        public let durationMilliseconds: Int?
-        /// `job_runs.stats` as stored (JSON text).
-        public let stats: String
-        public let error: String?
-        public let host: String
-        public let pid: Int
-    }
-
-    public struct Running: Sendable {
-        public let id: Int64
-        public let host: String
-        public let pid: Int
-        public let startedAt: String
-        public let forSeconds: Double
-        /// False when no session holds the job's lock: its process died (the next run marks it interrupted).
-        public let alive: Bool
-    }
-
     public struct Job: Sendable {
         public let name: String
         public let enabled: Bool
         public let schedule: String
         /// Nil for a disabled job, or before the schema exists.
         public let health: JobHealth?
-        public let lastRun: LastRun?
+        /// The latest row that is not `running`, dry runs left out.
+        public let lastRun: RunRecord?
         public let nextSlot: Date?
-        public let running: [Running]
+        /// The runs going on now, oldest first.
+        public let running: [RunHistory.Going]
         /// `caretaker.job_alerts.state`, when alerts have judged the job.
-        public let alertState: String?
+        public let alertState: AlertState?
     }
 
     public let database: Database
@@ -99,15 +77,16 @@ public struct StatusReport: Sendable {
         }
         var health: [String: JobHealth] = [:]
         for judged in try JobHealth.assess(connection, configuration: configuration) { health[judged.job] = judged }
-        let store = RunStore(connection)
-        let alertsTable = try store.hasAlertStates()
+        let history = RunHistory(connection)
+        let alerts = AlertStates(connection)
+        let alertsTable = try alerts.tableExists()
         let jobs = try configuration.jobs.map { job in
             Job(
                 name: job.name, enabled: job.enabled, schedule: job.schedule.text, health: health[job.name],
-                lastRun: try store.lastRun(job: job.name),
+                lastRun: try history.latest(.ended, job: job.name),
                 nextSlot: job.enabled ? job.schedule.nextDate(after: now) : nil,
-                running: try store.running(job: job.name),
-                alertState: alertsTable ? try store.alertState(job: job.name) : nil)
+                running: try history.running(job: job.name),
+                alertState: alertsTable ? try alerts.state(job: job.name) : nil)
         }
         return StatusReport(database: database, schema: schema, now: now, jobs: jobs)
     }

@@ -58,7 +58,7 @@ public struct JobRunner: Sendable {
         stopRequested: @escaping @Sendable () -> Bool = { false }
     ) throws -> RunOutcome {
         let name = request.job.name
-        let store = RunStore(connection)
+        let store = RunRecorder(connection)
         if let slot = request.slot {
             switch try store.claimSlot(slot, job: name) {
             case .claimed: break
@@ -117,7 +117,7 @@ public struct JobRunner: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         do {
-            try RunStore(connection).finishRun(
+            try RunRecorder(connection).finishRun(
                 runID, status: status, stats: stats, error: message, releasingLock: true)
             lockReleased = true
         } catch {
@@ -176,7 +176,7 @@ public struct JobRunner: Sendable {
         job: JobConfiguration, slot: Date, reason: SkipReason = .previousRunStillGoing,
         on connection: Connection
     ) throws -> RunOutcome {
-        let store = RunStore(connection)
+        let store = RunRecorder(connection)
         if case .previousRunStillGoing = reason, try !store.runWasGoing(atSlot: slot, job: job.name) {
             return .previousRunEnded
         }
@@ -200,7 +200,7 @@ public struct JobRunner: Sendable {
         job: JobConfiguration, first: Date, last: Date, count: Int,
         on connection: Connection
     ) throws -> Bool {
-        let store = RunStore(connection)
+        let store = RunRecorder(connection)
         guard try store.claimSlot(last, job: job.name) == .claimed else { return false }
         let runID = try store.recordMissed(
             job: job.name, count: count, first: first, last: last,
@@ -230,7 +230,7 @@ public struct JobRunner: Sendable {
 
     private func recordSkipped(
         _ request: Request, slot: Date, reason: SkipReason = .previousRunStillGoing,
-        in store: RunStore
+        in store: RunRecorder
     ) throws -> Int64 {
         let runID = try store.recordSkipped(
             job: request.job.name, trigger: request.trigger, slot: slot, reason: reason.text)

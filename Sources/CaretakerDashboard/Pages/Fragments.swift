@@ -8,8 +8,8 @@ import Foundation
 
 /// Pieces several pages show the same way.
 enum Fragments {
-    static func status(_ status: String) -> String {
-        "<span class=\"badge s-\(HTML.escape(status))\">\(HTML.escape(status))</span>"
+    static func status(_ status: RunStatus) -> String {
+        "<span class=\"badge s-\(status.rawValue)\">\(status.rawValue)</span>"
     }
 
     /// The health badge and `check`'s reason.
@@ -21,7 +21,7 @@ enum Fragments {
             + "<span class=\"reason\">\(HTML.escape(health.reason))</span>"
     }
 
-    static func lastRun(_ run: RunSummary, now: Date) -> String {
+    static func lastRun(_ run: RunRecord, now: Date) -> String {
         var text =
             "<a href=\"/runs/\(run.id)\">\(status(run.status))</a> \(HTML.escape(HTML.relative(run.startedAt, now: now)))"
         if let duration = run.duration { text += ", took \(HTML.escape(HTML.duration(duration)))" }
@@ -32,7 +32,7 @@ enum Fragments {
     }
 
     /// `posts_deleted=512 packs_deleted=3`, escaped.
-    static func counters(_ run: RunSummary) -> String {
+    static func counters(_ run: RunRecord) -> String {
         HTML.escape(run.counters.map { "\($0.name)=\($0.value)" }.joined(separator: " "))
     }
 

@@ -27,7 +27,7 @@ public enum JobPage {
             body +=
                 "<td>\(Fragments.status(run.status))\(run.dryRun ? " <span class=\"muted\">dry run</span>" : "")</td>"
             body +=
-                "<td>\(HTML.escape(run.trigger))\(run.attempt > 1 ? " <span class=\"muted\">attempt \(run.attempt)</span>" : "")</td>"
+                "<td>\(run.trigger.rawValue)\(run.attempt > 1 ? " <span class=\"muted\">attempt \(run.attempt)</span>" : "")</td>"
             body += "<td>\(Fragments.optionalTime(run.slot))</td><td>\(HTML.escape(HTML.time(run.startedAt)))</td>"
             body += "<td class=\"num\">\(run.duration.map { HTML.escape(HTML.duration($0)) } ?? "")</td>"
             body += "<td>\(Fragments.counters(run))</td>"

@@ -1,3 +1,5 @@
+import CaretakerCore
+
 /// `/`: every configured job with its health, last run and next slot; the
 /// timeline of the window; each job's main counters per hour.
 public enum OverviewPage {
@@ -27,8 +29,8 @@ public enum OverviewPage {
                 : "<a href=\"/?window=\(window.rawValue)#timeline\">\(name)</a>"
         }
         body += "</nav>\n<p class=\"legend\">"
-        for status in ["succeeded", "failed", "interrupted", "running", "skipped"] {
-            body += "<span><span class=\"badge s-\(status)\">\(status)</span></span>"
+        for status in [RunStatus.succeeded, .failed, .interrupted, .running, .skipped] {
+            body += "<span>\(Fragments.status(status))</span>"
         }
         body +=
             "<span><svg width=\"24\" height=\"12\"><rect width=\"24\" height=\"12\" fill=\"#fde8e7\" stroke=\"#d1362f\" stroke-dasharray=\"3 2\"/></svg> missed slots (no caretaker claimed them)</span></p>\n"

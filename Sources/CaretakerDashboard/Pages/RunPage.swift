@@ -8,12 +8,12 @@ import Foundation
 
 /// `/runs/ID`: one run's full record.
 public enum RunPage {
-    public static func render(_ run: RunSummary, now: Date) -> String {
+    public static func render(_ run: RunRecord, now: Date) -> String {
         var body =
             "<h1>Run #\(run.id) of <a href=\"/jobs/\(HTML.urlComponent(run.job))\">\(HTML.escape(run.job))</a></h1>\n<dl class=\"run\">"
         func item(_ term: String, _ value: String) { body += "<dt>\(term)</dt><dd>\(value)</dd>" }
         item("Status", Fragments.status(run.status) + (run.dryRun ? " <span class=\"muted\">dry run</span>" : ""))
-        item("Trigger", HTML.escape(run.trigger))
+        item("Trigger", run.trigger.rawValue)
         item("Slot", Fragments.optionalTime(run.slot))
         item("Attempt", "\(run.attempt)")
         item(

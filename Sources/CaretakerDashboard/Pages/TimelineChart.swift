@@ -54,8 +54,8 @@ enum TimelineChart {
             }
             // Successes first, so a failure among many successes is drawn on top.
             for mark in job.marks.sorted(by: {
-                ($0.first.status == "succeeded" ? 0 : 1, $0.first.startedAt)
-                    < ($1.first.status == "succeeded" ? 0 : 1, $1.first.startedAt)
+                ($0.first.status == .succeeded ? 0 : 1, $0.first.startedAt)
+                    < ($1.first.status == .succeeded ? 0 : 1, $1.first.startedAt)
             }) {
                 svg +=
                     mark.runs == 1
@@ -67,16 +67,16 @@ enum TimelineChart {
         return svg + "</svg>"
     }
 
-    private static func mark(_ run: RunSummary, top: Double, x: Double, now: Date, span: Double) -> String {
-        let skipped = run.status == "skipped"
+    private static func mark(_ run: RunRecord, top: Double, x: Double, now: Date, span: Double) -> String {
+        let skipped = run.status == .skipped
         let seconds = (run.finishedAt ?? now).timeIntervalSince(run.startedAt)
         let width = skipped ? 2 : min(max(2, seconds / span * plotWidth), labelWidth + plotWidth - x + 2)
         let (y, height) = band(skipped: skipped, top: top)
-        var title = "#\(run.id) \(run.status) (\(run.trigger)) at \(HTML.time(run.startedAt))"
+        var title = "#\(run.id) \(run.status.rawValue) (\(run.trigger.rawValue)) at \(HTML.time(run.startedAt))"
         if !skipped, let duration = run.duration { title += ", \(HTML.duration(duration))" }
         if let error = run.error { title += ": \(error.prefix(200))" }
         return
-            "<a href=\"/runs/\(run.id)\"><rect class=\"mark s-\(HTML.escape(run.status))\" data-run=\"\(run.id)\" x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
+            "<a href=\"/runs/\(run.id)\"><rect class=\"mark s-\(run.status.rawValue)\" data-run=\"\(run.id)\" x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
     }
 
     /// The runs of one status that started within one pixel: one mark from the first
@@ -85,14 +85,14 @@ enum TimelineChart {
         _ mark: TimelineMark, top: Double, x: (Date) -> Double, now: Date, window: TimeWindow
     ) -> String {
         let run = mark.first
-        let skipped = run.status == "skipped"
+        let skipped = run.status == .skipped
         let left = x(run.startedAt)
         let right = skipped ? left + 2 : max(x(mark.lastFinishedAt ?? now), left + 2)
         let (y, height) = band(skipped: skipped, top: top)
-        let what = skipped ? "slots skipped" : "runs \(run.status)"
+        let what = skipped ? "slots skipped" : "runs \(run.status.rawValue)"
         let title = "\(mark.runs) \(what) from \(HTML.time(run.startedAt)) to \(HTML.time(mark.lastStartedAt))"
         return
-            "<a href=\"/jobs/\(HTML.urlComponent(run.job))?status=\(HTML.urlComponent(run.status))&amp;range=\(window.rawValue)\"><rect class=\"mark s-\(HTML.escape(run.status)) crowded\" data-runs=\"\(mark.runs)\" x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(right - left))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
+            "<a href=\"/jobs/\(HTML.urlComponent(run.job))?status=\(run.status.rawValue)&amp;range=\(window.rawValue)\"><rect class=\"mark s-\(run.status.rawValue) crowded\" data-runs=\"\(mark.runs)\" x=\"\(f(left))\" y=\"\(f(y))\" width=\"\(f(right - left))\" height=\"\(f(height))\"><title>\(HTML.escape(title))</title></rect></a>"
     }
 
     /// Where a mark sits in its row: a skipped slot is a short tick in the lower half, a run fills the row.
