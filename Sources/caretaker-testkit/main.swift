@@ -10,6 +10,8 @@ import Foundation
 ///     caretaker-testkit status PID NAME      the number after NAME: in /proc/PID/status
 ///     caretaker-testkit wakeups PID SECONDS  SWITCHES THREADS_START THREADS_END THREADS_GONE
 ///     caretaker-testkit ready RUNS COMMAND…  per run, milliseconds from spawning COMMAND to its READY=1
+///     caretaker-testkit partitioned-app-schema SCHEMA   the SQL of the reference app schema with
+///                                            `posts` partitioned by range on `created_at` (no partition)
 ///
 /// `wakeups` sums every thread's voluntary context switches over SECONDS; a thread
 /// born meanwhile counts from zero, one that ended takes its count with it (hence the
@@ -23,6 +25,7 @@ let usage = """
            caretaker-testkit status PID NAME
            caretaker-testkit wakeups PID SECONDS
            caretaker-testkit ready RUNS COMMAND...
+           caretaker-testkit partitioned-app-schema SCHEMA
     """
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -48,6 +51,11 @@ func timeToReady(runs: Int, command: [String]) async throws {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "partitioned-app-schema" {
+    guard arguments.count == 2 else { fail(usage, status: 64) }
+    print(PostsLayout.partitionedAppSchema(appSchema: arguments[1]))
+    exit(0)
+}
 if arguments.first == "ready" {
     guard arguments.count >= 3, let runs = Int(arguments[1]), runs > 0 else { fail(usage, status: 64) }
     do {

@@ -56,7 +56,10 @@ extension Caretaker {
                 }
                 let pooler = try PoolerCheck.probe(connection, connector: connector)
                 findings.append(Finding(check: "session pooling", ok: pooler.keepsOwnSessions, detail: "\(pooler)"))
-                if let warning = try RoleCheck.warning(connection, appSchema: configuration.database.appSchema) {
+                if let warning = try RoleCheck.warning(
+                    connection, appSchema: configuration.database.appSchema,
+                    retiresPartitions: RuntimeGrants.retiresPartitions(configuration.jobs))
+                {
                     findings.append(Finding(check: "database role", ok: true, detail: warning, warning: true))
                 }
                 let schemaFindings = try schema(connection, configuration: configuration)

@@ -1,3 +1,4 @@
+import CaretakerCore
 import CaretakerTestSupport
 import Foundation
 import Testing
@@ -20,6 +21,25 @@ import Testing
             status, (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "",
             (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
         )
+    }
+
+    @Test(
+        "partitioned-app-schema prints the reference schema with posts partitioned by created_at, which migrate completes; without a schema it exits 64"
+    )
+    func partitionedAppSchema() throws {
+        let db = try TestDatabase(migrated: false)
+        let result = try testkit(["partitioned-app-schema", "public"])
+        #expect(result.status == 0, "\(result.stderr)")
+        try db.connection.execute(script: result.stdout)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM pg_class WHERE oid = 'posts'::regclass AND relkind = 'p' AND pg_get_partkeydef(oid) = 'RANGE (created_at)'"
+            ) == 1)
+        try db.connection.execute(
+            script: "CREATE TABLE posts_all PARTITION OF posts FOR VALUES FROM (MINVALUE) TO (MAXVALUE)")
+        try Migrator(appSchema: "public").migrate(on: db.connection)
+        #expect(try SchemaReadiness.check(db.connection, appSchema: "public").isReady)
+        #expect(try testkit(["partitioned-app-schema"]).status == 64)
     }
 
     @Test("ready times each start of caretaker run to its READY=1 and stops it")

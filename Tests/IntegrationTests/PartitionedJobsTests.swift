@@ -133,13 +133,19 @@ import Testing
             SELECT $1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + d * interval '1 day' + interval '1 hour'
             FROM generate_series(-$2::int, 0) d
             """, pack, PostsLayout.daysBack)
+        try flushStatistics(db)
         let retirable = try db.count(
             """
             SELECT count(*) FROM posts
-            WHERE created_at < date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 day'
-              AND date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 day' <= now() - interval '48 hours'
+            WHERE created_at < date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '2 days'
             """)
         return (pack, retirable)
+    }
+
+    /// Hands this connection's row counts to PostgreSQL's statistics now (they are
+    /// otherwise sent within a second or so), where `posts_dropped` reads them.
+    static func flushStatistics(_ db: TestDatabase) throws {
+        try db.connection.query("SELECT pg_stat_force_next_flush()")
     }
 
     /// Partitions whose upper bound is at least 48 h past.
@@ -181,6 +187,7 @@ import Testing
             SELECT $1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + d * interval '1 day' + interval '1 hour'
             FROM generate_series(-$2::int, -3) d
             """, pack, PostsLayout.daysBack)
+        try Self.flushStatistics(db)
         let stats = try db.runSucceeding("expire-content", Self.retire)
         #expect(stats["partitions_dropped"] == retirable, "\(stats)")
         #expect(stats["posts_dropped"] == PostsLayout.daysBack - 2, "\(stats)")
@@ -335,5 +342,160 @@ import Testing
         #expect(second["packs_deleted"] == 1, "\(second)")
         #expect(try db.count("SELECT count(*) FROM packs WHERE id = $1", pack) == 0)
         #expect(try db.count("SELECT count(*) FROM posts WHERE id = $1", young) == 1)
+    }
+
+    @Test(
+        "posts_dropped is the statistics' count of a partition's rows (n_live_tup): the partition is not read to count them"
+    )
+    func postsDroppedFromStatistics() throws {
+        let db = try TestDatabase(posts: .daily)
+        try Self.workerOwnsPosts(db)
+        let (pack, retirable) = try Self.postPerDay(db)
+        // 99 more posts in the oldest partition, then its statistics reset: they say it is empty.
+        let oldest = try db.postPartitions().first!
+        try db.connection.query(
+            "INSERT INTO posts (pack_id, created_at) SELECT $1, created_at FROM posts, generate_series(1, 99) WHERE tableoid = $2::regclass",
+            pack, oldest)
+        try Self.flushStatistics(db)
+        #expect(try db.count("SELECT count(*) FROM \(quoteIdentifier(oldest))") == 100)
+        try db.connection.query("SELECT pg_stat_reset_single_table_counters($1::regclass)", oldest)
+        #expect(try db.count("SELECT pg_stat_get_live_tuples($1::regclass)", oldest) == 0)
+        let stats = try db.runSucceeding("expire-content", Self.retire)
+        #expect(stats["partitions_dropped"] == PostsLayout.daysBack - 2, "\(stats)")
+        // A count that read the partitions would say retirable + 99.
+        #expect(stats["posts_dropped"] == retirable - 1, "\(stats)")
+    }
+
+    @Test(
+        "a dry run counts the posts of the partitions it would drop as dropped, not also as deleted: its figures are the run's",
+        arguments: PostsLayout.partitioned)
+    func dryRunCountsEachPostOnce(_ layout: PostsLayout) throws {
+        let db = try TestDatabase(posts: layout)
+        try Self.workerOwnsPosts(db)
+        let (pack, _) = try Self.postPerDay(db)
+        // Due posts outside the partitions to drop: yesterday's and the day before's, and one in the DEFAULT partition.
+        if layout != .daily { try db.insertPost(in: pack, likes: 0, age: "1 year") }
+        try Self.flushStatistics(db)
+        let preview = try db.runSucceeding("expire-content", Self.retire, dryRun: true)
+        let run = try db.runSucceeding("expire-content", Self.retire)
+        #expect(try run.reported("posts_deleted") > 0, "\(run)")
+        #expect(try run.reported("posts_dropped") == PostsLayout.daysBack - 2, "\(run)")
+        for name in ["posts_deleted", "posts_dropped", "partitions_dropped", "packs_deleted"] {
+            #expect(preview[name] == run[name], "\(name): dry run \(preview), run \(run)")
+        }
+    }
+
+    @Test(
+        "migrate --grant with retire_partitions accepts a worker that owns posts and its partitions (and nothing else), refuses it without; check agrees and names a partition it cannot drop"
+    )
+    func grantsForRetirement() throws {
+        let db = try TestDatabase(posts: .daily)
+        try Self.workerOwnsPosts(db)
+        let worker = TemporaryPostgres.workerRole
+        let plain = RuntimeGrants(appSchema: "public", jobs: try db.configuration().jobs)
+        #expect(plain.retiresPartitions == false)
+        #expect(throws: GrantError.self) { try plain.apply(role: worker, on: db.connection) }
+        let retiring = RuntimeGrants(appSchema: "public", jobs: try db.configuration(Self.retire).jobs)
+        #expect(retiring.retiresPartitions)
+        let notes = try retiring.apply(role: worker, on: db.connection)
+        #expect(!notes.contains { $0.contains("retire_partitions") }, "\(notes)")
+        let connection = try db.connectAsWorker()
+        #expect(try RoleCheck.warning(connection, appSchema: "public", retiresPartitions: true) == nil)
+        #expect(
+            try RoleCheck.warning(connection, appSchema: "public", retiresPartitions: false)?.contains(
+                "owns public.posts")
+                == true)
+        try Self.postPerDay(db)
+        let stats = try db.runSucceeding("expire-content", Self.retire)
+        #expect(stats["partitions_dropped"] == PostsLayout.daysBack - 2, "\(stats)")
+
+        // A partition the app made as another role: the worker cannot drop it, and both say so.
+        let foreign = try db.addDailyPartition(PostsLayout.daysAhead + 1)
+        let warning = try RoleCheck.warning(connection, appSchema: "public", retiresPartitions: true)
+        #expect(warning?.contains("does not own public.\(foreign)") == true, "\(String(describing: warning))")
+        let again = try retiring.apply(role: worker, on: db.connection)
+        #expect(again.contains { $0.contains("does not own public.\(foreign)") }, "\(again)")
+
+        // Owning another app table is refused even with retire_partitions.
+        try db.connection.execute(script: "ALTER TABLE packs OWNER TO \(quoteIdentifier("owner of " + db.name))")
+        #expect {
+            try retiring.apply(role: worker, on: db.connection)
+        } throws: { error in
+            "\(error)".contains("owns public.packs")
+        }
+    }
+
+    @Test(
+        "pg_partman's retention beside retire_partitions: kept longer than max_lifetime plus a partition, either may drop first and no post goes before its lifetime; shorter, partman drops posts caretaker keeps"
+    )
+    func partmanRetentionBeside() throws {
+        let db = try TestDatabase(posts: .partman)
+        try Self.workerOwnsPosts(db)
+        let (pack, _) = try Self.postPerDay(db)
+        let retirable = try Self.retirablePartitions(db)
+        // A backstop: retention 3 days (48 h plus one daily partition, and a day to spare).
+        try db.connection.execute(
+            script: """
+                UPDATE partman.part_config SET retention = '3 days', retention_keep_table = false
+                WHERE parent_table = 'public.posts';
+                SELECT partman.run_maintenance('public.posts');
+                """)
+        // partman dropped what is older than 3 days; caretaker drops the rest past 48 h.
+        #expect(try Self.retirablePartitions(db) == 1)
+        let stats = try db.runSucceeding("expire-content", Self.retire)
+        #expect(stats["partitions_dropped"] == 1, "\(stats)")
+        #expect(try Self.retirablePartitions(db) == 0)
+        // Maintenance again: nothing of caretaker's choice is missed or made again, nothing younger goes.
+        let left = try db.postPartitions()
+        try db.connection.execute(script: "SELECT partman.run_maintenance('public.posts')")
+        #expect(try db.postPartitions() == left)
+        #expect(retirable == PostsLayout.daysBack - 2)
+
+        // A partition partman makes after the grants (here one for an old day, as a backfill
+        // would). With its default for native partitioning it belongs to whoever runs the
+        // maintenance: the worker may not drop it, check says so, and the run leaves it
+        // attached (it never detaches what it could not drop).
+        let backfill = """
+            SELECT partman.create_partition_time('public.posts',
+                ARRAY[date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '6 days'])
+            """
+        try db.connection.query(backfill)
+        #expect(try Self.retirablePartitions(db) == 1)
+        let connection = try db.connectAsWorker()
+        let warning = try RoleCheck.warning(connection, appSchema: "public", retiresPartitions: true)
+        #expect(warning?.contains("does not own public.posts_p") == true, "\(String(describing: warning))")
+        let notOwned = try db.runSucceeding("expire-content", Self.retire)
+        #expect(notOwned["partitions_dropped"] == 0, "\(notOwned)")
+        #expect(notOwned["partitions_not_owned"] == 1, "\(notOwned)")
+        #expect(try Self.retirablePartitions(db) == 1)
+        // With inherit_privileges, partman gives its partitions posts' owner (reapply_privileges
+        // does it for those it made before): the worker drops it.
+        try db.connection.execute(
+            script: """
+                UPDATE partman.part_config SET inherit_privileges = true WHERE parent_table = 'public.posts';
+                SELECT partman.reapply_privileges('public.posts');
+                """)
+        #expect(try RoleCheck.warning(connection, appSchema: "public", retiresPartitions: true) == nil)
+        let backfilled = try db.runSucceeding("expire-content", Self.retire)
+        #expect(backfilled["partitions_dropped"] == 1, "\(backfilled)")
+        #expect(try Self.retirablePartitions(db) == 0)
+
+        // Retention shorter than max_lifetime plus a partition: partman drops the partition
+        // of the day before yesterday with a post in it that caretaker keeps until it is 48 h old.
+        let kept = try db.connection.query(
+            """
+            INSERT INTO posts (pack_id, created_at)
+            VALUES ($1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 day 1 second')
+            RETURNING id, created_at > now() - interval '48 hours' AS young
+            """, pack
+        ).first!
+        #expect(kept.bool("young") == true)
+        let post = kept.int64("id")!
+        try db.connection.execute(
+            script: """
+                UPDATE partman.part_config SET retention = '1 day' WHERE parent_table = 'public.posts';
+                SELECT partman.run_maintenance('public.posts');
+                """)
+        #expect(try db.count("SELECT count(*) FROM posts WHERE id = $1", post) == 0)
     }
 }

@@ -174,4 +174,28 @@ extension PartitionedPostsTests {
         try db.connection.query("DELETE FROM posts WHERE id = $1", post)
         #expect(try db.count("SELECT count(*) FROM caretaker.pack_marks WHERE pack_id IS NULL") == 1)
     }
+
+    @Test(
+        "check's advice for a lost index of migration 4, followed to the letter, rebuilds that index and not posts_pack_idx, which migration 9 dropped",
+        arguments: [PostsLayout.unpartitioned] + PostsLayout.partitioned)
+    func lostIndexAdvice(_ layout: PostsLayout) throws {
+        let db = try TestDatabase(posts: layout)
+        #expect(try db.count("SELECT count(*) FROM pg_class WHERE oid = to_regclass('posts_pack_idx')") == 0)
+        try db.connection.execute(script: "DROP INDEX posts_created_idx")
+        let report = try SchemaReadiness.check(db.connection, appSchema: "public")
+        let advice = "DELETE FROM caretaker.schema_migrations WHERE version = 4"
+        #expect(report.missing.count == 1, "\(report.missing)")
+        #expect(report.message.contains("index public.posts_created_idx is missing"), "\(report.message)")
+        #expect(report.message.contains(advice + ", then run `caretaker migrate`"), "\(report.message)")
+        try db.connection.execute(script: advice)
+        try Migrator(appSchema: "public").migrate(on: db.connection)
+        #expect(try SchemaReadiness.check(db.connection, appSchema: "public").isReady)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('posts_created_idx') AND indisvalid") == 1
+        )
+        #expect(
+            try db.count("SELECT count(*) FROM pg_class WHERE relname LIKE 'posts%pack_idx'") == 0,
+            "posts_pack_idx was built again")
+    }
 }

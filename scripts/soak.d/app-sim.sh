@@ -11,9 +11,11 @@
 # It leaves alone the rows the app-surprise fault adds as witnesses (a pack named
 # and a post titled 'witness'), whose deadlines no-blocked-stall relies on.
 # Likes only grow and members only join packs, which the checks rely on.
-# Usage: app-sim.sh CONNINFO STOP_FILE ERROR_LOG STATS_FILE
+# With MODE `posts` (the partitioned layout's database) only the posts, likes, packs
+# and pack members.
+# Usage: app-sim.sh CONNINFO STOP_FILE ERROR_LOG STATS_FILE [MODE]
 set -u
-conninfo="$1 application_name=soak-app" stop=$2 errors=$3 stats=$4
+conninfo="$1 application_name=soak-app" stop=$2 errors=$3 stats=$4 mode=${5:-all}
 ticks=0 sessions_failed=0
 
 chance() { [ $((RANDOM % $1)) = 0 ]; }   # true one time in $1
@@ -50,6 +52,7 @@ UPDATE public.posts SET likes = likes + 1
          SELECT id, $((1 + RANDOM % 300)) FROM public.packs WHERE name <> 'witness' ORDER BY random() LIMIT 1
          ON CONFLICT DO NOTHING;
 "; fi
+    if [ "$mode" = all ]; then
     if chance 2; then sql+="INSERT INTO public.sessions (user_id) SELECT $random_user;
 "; fi
     sql+="UPDATE public.sessions SET last_seen_at = now()
@@ -106,6 +109,7 @@ UPDATE public.posts SET likes = likes + 1
     if chance 10; then sql+="INSERT INTO public.users (email, display_name, password_hash)
          VALUES ('new-$$-$ticks@example.org', 'New user $ticks', 'not-a-real-hash');
 "; fi
+    fi
     psql -X -q -v ON_ERROR_STOP=0 "$conninfo" <<<"$sql" >/dev/null 2>>"$errors" || sessions_failed=$((sessions_failed + 1))
     echo "ticks=$ticks sessions_failed=$sessions_failed" >"$stats"
     sleep 0.2

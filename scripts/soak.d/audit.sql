@@ -269,3 +269,101 @@ CREATE TABLE IF NOT EXISTS soak.alert_mail (
     subject      text,
     excerpt      text
 );
+
+-- ---------------------------------------------------------------- the partitioned layout
+
+-- The partitioned layout (a second database, soak_part: posts partitioned by range on
+-- created_at, retire_partitions on; scripts/soak.d/partitioned.sql). caretaker drops
+-- whole partitions there, which fires no DELETE trigger: what went with a partition is
+-- recorded from a shadow of every post (soak.post_shadow, kept by row triggers that
+-- partitioned.sql installs) when the partition is dropped (an event trigger), with the
+-- time it left posts: the start of the first statement that detached it (an event
+-- trigger logs every ALTER TABLE), or else its drop.
+
+-- Every partition of posts the soak made (the app makes them; caretaker never does).
+CREATE TABLE IF NOT EXISTS soak.partitions (
+    name   text PRIMARY KEY,
+    lower  timestamptz NOT NULL,
+    upper  timestamptz NOT NULL
+);
+
+-- Every partition dropped: when it left posts (removed_at), when it was dropped, and
+-- how many posts went with it.
+CREATE TABLE IF NOT EXISTS soak.dropped_partitions (
+    name        text NOT NULL,
+    lower       timestamptz NOT NULL,
+    upper       timestamptz NOT NULL,
+    removed_at  timestamptz NOT NULL,
+    dropped_at  timestamptz NOT NULL,
+    txid        bigint NOT NULL,
+    posts       bigint NOT NULL,
+    app         text
+);
+
+-- The start of every ALTER TABLE (clock_timestamp(), in the statement's first transaction).
+CREATE TABLE IF NOT EXISTS soak.ddl_log (
+    at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    query  text,
+    app    text DEFAULT current_setting('application_name', true)
+);
+
+-- Each post still in posts, as its last committed write left it.
+CREATE TABLE IF NOT EXISTS soak.post_shadow (
+    id          bigint PRIMARY KEY,
+    pack_id     bigint NOT NULL,
+    created_at  timestamptz NOT NULL,
+    likes       integer NOT NULL
+);
+
+CREATE OR REPLACE FUNCTION soak.shadow_post() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            DELETE FROM soak.post_shadow WHERE id = OLD.id;
+            RETURN OLD;
+        END IF;
+        INSERT INTO soak.post_shadow (id, pack_id, created_at, likes)
+        VALUES (NEW.id, NEW.pack_id, NEW.created_at, NEW.likes)
+        ON CONFLICT (id) DO UPDATE SET pack_id = EXCLUDED.pack_id, created_at = EXCLUDED.created_at,
+                                       likes = EXCLUDED.likes;
+        RETURN NEW;
+    END $$;
+
+CREATE OR REPLACE FUNCTION soak.log_ddl() RETURNS event_trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO soak.ddl_log (query) VALUES (current_query());
+    END $$;
+
+CREATE OR REPLACE FUNCTION soak.audit_partition_drop() RETURNS event_trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        dropped record; p record; removed timestamptz; n bigint;
+    BEGIN
+        FOR dropped IN SELECT object_name FROM pg_event_trigger_dropped_objects() WHERE object_type = 'table' LOOP
+            SELECT * INTO p FROM soak.partitions WHERE name = dropped.object_name;
+            CONTINUE WHEN NOT FOUND;
+            SELECT least(min(l.at), now()) INTO removed FROM soak.ddl_log l
+            WHERE l.query ~* 'DETACH\s+PARTITION' AND position(p.name IN l.query) > 0;
+            INSERT INTO soak.deleted_posts (id, pack_id, created_at, likes, deleted_at, txid, depth, app)
+            SELECT s.id, s.pack_id, s.created_at, s.likes, removed, txid_current(), 0, 'partition ' || p.name
+            FROM soak.post_shadow s WHERE s.created_at >= p.lower AND s.created_at < p.upper;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            DELETE FROM soak.post_shadow s WHERE s.created_at >= p.lower AND s.created_at < p.upper;
+            INSERT INTO soak.dropped_partitions (name, lower, upper, removed_at, dropped_at, txid, posts, app)
+            VALUES (p.name, p.lower, p.upper, removed, now(), txid_current(), n, current_setting('application_name', true));
+        END LOOP;
+    END $$;
+
+DROP EVENT TRIGGER IF EXISTS soak_log_alter_table;
+CREATE EVENT TRIGGER soak_log_alter_table ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION soak.log_ddl();
+DROP EVENT TRIGGER IF EXISTS soak_audit_partition_drop;
+CREATE EVENT TRIGGER soak_audit_partition_drop ON sql_drop EXECUTE FUNCTION soak.audit_partition_drop();
+
+-- When each partition came due (every post it can hold past max_lifetime) and when
+-- it was dropped (NULL: still there).
+CREATE OR REPLACE VIEW soak.partition_deadlines AS
+    SELECT p.name AS id, p.upper + soak.param('max_lifetime_us')::bigint * interval '1 microsecond' AS due,
+           d.dropped_at AS gone
+    FROM soak.partitions p LEFT JOIN soak.dropped_partitions d USING (name);

@@ -18,8 +18,9 @@ soak_psql() { psql -X -q -v ON_ERROR_STOP=1 -P pager=off "$soak_db" "$@"; }
 
 # soak_check NAME WHAT SUMMARY_SQL EXAMPLES_SQL
 # SUMMARY_SQL returns one row: bad, judged, note. EXAMPLES_SQL lists offenders.
+# $soak_check_label, when set, follows NAME (the partitioned layout's checks).
 soak_check() {
-    local name=$1 what=$2 summary=$3 examples=$4 row bad checked note
+    local name=$1${soak_check_label:+ $soak_check_label} what=$2 summary=$3 examples=$4 row bad checked note
     if ! row=$(soak_psql -At -F $'\t' -c "$summary" 2>&1); then
         printf '  ERROR %-27s the check itself failed: %s\n' "$name" "$row"
         return 2
@@ -401,6 +402,24 @@ check_alerts_once() {
         FROM i WHERE failed"
 }
 
+# The partitioned layout. No partition may leave posts (the start of the first
+# DETACH of it, or its DROP) before every post it can hold is past max_lifetime
+# (upper bound + max_lifetime); its posts are judged by posts-not-early with the
+# time it left. A partition past max_lifetime must be gone within one period.
+check_partitions_not_early() {
+    local early="removed_at < upper + soak.param('max_lifetime_us')::bigint * interval '1 microsecond'"
+    soak_check partitions-not-early "dropped partitions left posts before all they could hold was past max_lifetime" "
+        SELECT count(*) FILTER (WHERE $early), count(*),
+               format('%s posts went with them; %s of them detached before the run that dropped them',
+                      coalesce(sum(posts), 0), count(*) FILTER (WHERE removed_at < dropped_at - interval '1 second'))
+        FROM soak.dropped_partitions" "
+        SELECT name, lower, upper, upper + soak.param('max_lifetime_us')::bigint * interval '1 microsecond' AS due,
+               removed_at, dropped_at, posts, app
+        FROM soak.dropped_partitions WHERE $early ORDER BY removed_at"
+}
+
+check_partitions_gone() { check_gone_when_due partitions-gone-when-due soak.partition_deadlines expire_period_s partitions; }
+
 # Every check in order.
 soak_check_names=(posts_not_early packs_not_early posts_gone packs_gone sessions_not_early sessions_revoked
                   requests_settled mail_once_per_attempt mail_sent_delivered mail_well_formed
@@ -413,6 +432,15 @@ soak_check_names=(posts_not_early packs_not_early posts_gone packs_gone sessions
 soak_core_checks=(posts_not_early packs_not_early mail_once_per_attempt mail_sent_delivered slots_once no_runaway
                   no_blocked_stall alerts_once)
 declare -A soak_check_needs=([no_blocked_stall]=app-surprise [alerts_once]=job-failing)
+
+# On the partitioned layout (its own database and instance): the checks of what
+# expire-content and the run history promise, and the partitions' own.
+soak_partitioned_check_names=(posts_not_early packs_not_early posts_gone packs_gone partitions_not_early partitions_gone
+                              slots_once no_running)
+soak_partitioned_core_checks=(posts_not_early packs_not_early partitions_not_early slots_once)
+
+# Every check, once (the self-test runs them all on its clean database).
+soak_all_check_names=("${soak_check_names[@]}" partitions_not_early partitions_gone)
 
 # soak_run_checks [INJECTED_FAULT_KINDS...]: runs every check, prints a line
 # each, and returns how many failed: FAIL, ERROR, and NOT EXERCISED of a core
@@ -438,4 +466,12 @@ soak_run_checks() {
         esac
     done
     return "$failed"
+}
+
+# soak_run_partitioned_checks [INJECTED_FAULT_KINDS...]: the same on the partitioned
+# layout's database ($soak_db set to it), each name followed by [partitioned].
+soak_run_partitioned_checks() {
+    local soak_check_names=("${soak_partitioned_check_names[@]}") soak_core_checks=("${soak_partitioned_core_checks[@]}")
+    local soak_check_label="[partitioned]"
+    soak_run_checks "$@"
 }

@@ -51,8 +51,9 @@ catch_running() {
     wait "$WATCH_PID" 2>/dev/null || true
 }
 
-# kill -9 of an instance, then a restart 1-3 s later. Every other kill first
-# waits until the victim is in the middle of a run, so that runs of dead
+# kill -9 of an instance (b, c, or d on the partitioned layout, where a kill during
+# a run may interrupt a partition's detach), then a restart 1-3 s later. Every other
+# kill first waits until the victim is in the middle of a run, so that runs of dead
 # processes occur and must be marked `interrupted` by a later instance.
 kills=0
 fault_kill() {
@@ -60,6 +61,9 @@ fault_kill() {
     pid=$(instance_pid "$victim")
     kills=$((kills + 1))
     if [ $((kills % 2)) = 1 ]; then
+        # d's runs are recorded in the partitioned layout's database.
+        local soak_db=$soak_db
+        [ "$victim" = d ] && soak_db=$soak_part_db
         catch_running "$pid" kill -KILL "$pid"
         during=${caught:+during $caught}
         during=${during:-idle (no run caught within 10 s)}
@@ -266,7 +270,7 @@ fault_pause() {
 # faults that give no-blocked-stall and alerts-once something to judge come
 # early enough for a one-minute soak to judge them; the rest follow at random.
 inject_faults() {
-    local round=() kind victims=(b c) first=()
+    local round=() kind victims=(b c d) first=()
     for kind in app-surprise job-failing; do
         [[ " ${fault_kinds_chosen[*]} " == *" $kind "* ]] && first+=("$kind")
     done
@@ -277,8 +281,8 @@ inject_faults() {
         round=("${round[@]:1}")
         pause_or_stop "$(fault_pause)" || return 0
         case $kind in
-            kill-9) fault_kill "${victims[RANDOM % 2]}" ;;
-            clock-skew) fault_clock_skew "${victims[RANDOM % 2]}" ;;
+            kill-9) fault_kill "${victims[RANDOM % 3]}" ;;
+            clock-skew) fault_clock_skew "${victims[RANDOM % 3]}" ;;
             reload) fault_reload ;;
             postgres-restart) fault_postgres_restart ;;
             postgres-crash) fault_postgres_crash ;;

@@ -97,3 +97,14 @@ INSERT INTO soak.incidents (job, since, until) VALUES ('soak-flaky', now() - int
 INSERT INTO soak.alert_mail (received_at, rcpt, subject, excerpt) VALUES
     (now() - interval '29 seconds', 'ops@example.org', 'caretaker: soak-flaky is failing', 'soak-flaky failed: ...'),
     (now() - interval '14 seconds', 'ops@example.org', 'caretaker: soak-flaky recovered', 'soak-flaky succeeded again');
+
+-- The partitioned layout: a partition of posts dropped exactly when every post it
+-- could hold was past max_lifetime (its upper bound 190 s ago, dropped 100 s ago, 90 s
+-- after), detached in an earlier run (its DETACH began exactly then); and the
+-- partition of the last 10 s, not due yet.
+INSERT INTO soak.partitions (name, lower, upper) VALUES
+    ('posts_p1', now() - interval '200 seconds', now() - interval '190 seconds'),
+    ('posts_p2', now() - interval '10 seconds', now());
+INSERT INTO soak.dropped_partitions (name, lower, upper, removed_at, dropped_at, txid, posts) VALUES
+    ('posts_p1', now() - interval '200 seconds', now() - interval '190 seconds',
+     now() - interval '100 seconds', now() - interval '97 seconds', 1004, 0);

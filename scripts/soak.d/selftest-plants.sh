@@ -14,7 +14,7 @@ packs_gone	a pack deleted 5 s after its deadline while calm	UPDATE soak.deleted_
 packs_gone	a pack 200 s old with no members still there	INSERT INTO public.packs (name, created_at) VALUES ('old', now() - interval '200 seconds')
 packs_gone	a pack due since its last post expired 10 s before the stop	UPDATE soak.deleted_posts SET deleted_at = deleted_at - interval '9 seconds' WHERE id = 12
 sessions_not_early	a session revoked 1 µs before its idle deadline	UPDATE public.sessions SET revoked_at = revoked_at - interval '1 microsecond' WHERE revoked_reason = 'inactivity'
-sessions_revoked	a session idle for 60 s still active	INSERT INTO public.sessions (user_id, last_seen_at) VALUES (3, now() - interval '60 seconds')
+sessions_revoked	a session idle for 60 s at the stop still active	INSERT INTO public.sessions (user_id, last_seen_at) VALUES (3, soak.param('t_stop')::timestamptz - interval '60 seconds')
 sessions_revoked	a session revoked 5 s after its idle deadline while calm	UPDATE public.sessions SET revoked_at = revoked_at + interval '5 seconds' WHERE revoked_reason = 'inactivity'
 requests_settled	a request left pending although due a minute ago	INSERT INTO public.password_reset_requests (email, next_attempt_at) VALUES ('a@example.org', now() - interval '1 minute')
 mail_once_per_attempt	a duplicate mail for a request sent in one attempt	INSERT INTO soak.mail SELECT * FROM soak.mail WHERE rcpt = 'a@example.org'
@@ -47,5 +47,10 @@ alerts_once	an alert that names no job	INSERT INTO soak.alert_mail VALUES (now()
 alerts_once	a recovery of a job that was never alerted on	INSERT INTO soak.alert_mail VALUES (now() - interval '10 seconds', 'ops@example.org', 'caretaker: expire-content recovered', 'expire-content succeeded again')
 alerts_once	a second soak-flaky incident with a failed run and no alert	INSERT INTO soak.incidents (job, since, until) VALUES ('soak-flaky', now() - interval '12 seconds', now() - interval '8 seconds'); INSERT INTO caretaker.job_runs (job, trigger, status, slot, started_at, finished_at, host, pid) VALUES ('soak-flaky', 'schedule', 'failed', '2030-01-01 00:00:45+00', now() - interval '11 seconds', now(), 'h', 5)
 alerts_once	an incident with failed runs and no alert	DELETE FROM soak.alert_mail WHERE subject LIKE '%failing'
+partitions_not_early	a partition detached 1 µs before every post it could hold was past max_lifetime	UPDATE soak.dropped_partitions SET removed_at = removed_at - interval '1 microsecond' WHERE name = 'posts_p1'
+partitions_gone	a partition past max_lifetime 20 s before the stop still there	INSERT INTO soak.partitions (name, lower, upper) VALUES ('posts_p3', soak.param('t_stop')::timestamptz - interval '120 seconds', soak.param('t_stop')::timestamptz - interval '110 seconds')
+partitions_gone	a partition dropped 5 s after it came due while calm	UPDATE soak.dropped_partitions SET dropped_at = dropped_at + interval '5 seconds' WHERE name = 'posts_p1'
+posts_not_early	a partition dropped (a real DROP TABLE, through the audit's event trigger) with a post in it 0.5 s before its deadline	INSERT INTO soak.partitions (name, lower, upper) VALUES ('posts_px', now() - interval '31 seconds', now() - interval '29 seconds'); INSERT INTO soak.post_shadow (id, pack_id, created_at, likes) VALUES (50, 1, now() - interval '29500 milliseconds', 0); CREATE TABLE public.posts_px (); DROP TABLE public.posts_px
+partitions_not_early	a partition dropped on time (a real DROP TABLE) whose DETACH, logged 10 s before, came 5 s early	INSERT INTO soak.partitions (name, lower, upper) VALUES ('posts_py', now() - interval '105 seconds', now() - interval '95 seconds'); INSERT INTO soak.ddl_log (at, query) VALUES (now() - interval '10 seconds', 'ALTER TABLE public.posts DETACH PARTITION public.posts_py CONCURRENTLY'); CREATE TABLE public.posts_py (); DROP TABLE public.posts_py
 PLANTS
 )

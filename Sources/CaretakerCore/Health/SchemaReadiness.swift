@@ -35,8 +35,7 @@ public enum SchemaReadiness {
 
     /// The index names of the app schema that applied migrations built and have not dropped, with their migration.
     static func expectedIndexes(applied: Set<Int>) -> [(name: String, migration: Migration)] {
-        let dropped = Set(
-            Migration.all.filter { applied.contains($0.version) }.flatMap { $0.redundantIndexes.map(\.name) })
+        let dropped = Migrator.droppedIndexes(applied: applied)
         return Migration.all.filter { applied.contains($0.version) }.flatMap { migration in
             migration.concurrentIndexes.filter { !dropped.contains($0.name) }.map { ($0.name, migration) }
         }

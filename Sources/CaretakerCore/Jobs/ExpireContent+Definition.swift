@@ -66,6 +66,7 @@ extension ExpireContent: JobDefinition {
             .milliseconds("prune_ms"), .bytes("wal_bytes"),
             // Partition retirement (`retire_partitions`).
             .count("partitions_dropped"), .count("posts_dropped"), .count("partitions_waiting"),
+            .count("partitions_not_owned"),
         ]
     }
 }

@@ -36,9 +36,19 @@ final class ExpireContentPass {
 
     /// Counts what a real run would delete now, changing nothing.
     private func preview() throws {
+        // The posts of partitions the run would drop go with them (`posts_dropped`), not row by row.
+        let dropped =
+            settings.retirePartitions
+            ? try PostPartitions.read(context.connection, schema: context.schema, maxLifetime: settings.maxLifetime)?
+                .filter { $0.whollyExpired && !$0.isDefault }.compactMap(\.bounds) ?? [] : []
         let row = try context.inBatch { connection in
-            try connection.query(queries.preview, queries.lifetimeParameters + [Double(settings.packFullPopularity)])
-                .first
+            try connection.query(
+                queries.preview,
+                queries.lifetimeParameters + [
+                    Double(settings.packFullPopularity), PostgresArray(dropped.map(\.lower)),
+                    PostgresArray(dropped.map(\.upper)),
+                ]
+            ).first
         }
         counters.stats = JobStats([
             ("packs_deleted", row?.int("packs") ?? 0), ("posts_deleted", row?.int("posts") ?? 0),

@@ -107,7 +107,9 @@ struct ExpireContentQueries {
     /// The due posts on heap pages `[$4, $5)` → `id` (to delete them one by one).
     let selectDuePostsOnPages: String
 
-    /// Counts for a dry run: `$1`–`$3` post lifetime, `$4` pack full popularity.
+    /// Counts for a dry run: `$1`–`$3` post lifetime, `$4` pack full popularity; `$5`
+    /// and `$6` the lower and upper bounds of the partitions the run would drop, whose
+    /// posts (but those of due packs, which go first) are not counted as deleted.
     let preview: String
     /// Of the posts at the addresses `$4` (a sample of the heap's pages), page by page: how
     /// many, and how many are due → `page`, `sampled`, `due`.
@@ -313,7 +315,9 @@ struct ExpireContentQueries {
             SELECT (SELECT count(*) FROM due_packs) AS packs,
                    (SELECT count(*) FROM \(s).posts s
                     WHERE s.pack_id IN (SELECT id FROM due_packs)
-                       OR (s.\(olderThanMinimum) AND \(postDue))) AS posts
+                       OR (s.\(olderThanMinimum) AND \(postDue) AND NOT EXISTS (
+                           SELECT FROM unnest($5::timestamptz[], $6::timestamptz[]) AS r(lower, upper)
+                           WHERE s.created_at >= r.lower AND s.created_at < r.upper))) AS posts
             """
     }
 

@@ -26,6 +26,8 @@ struct PostPartition: Sendable, Equatable {
     let whollyExpired: Bool
     /// Heap pages now (0 for a partitioned one).
     let pages: Int64
+    /// The worker owns it (as a member of its owner): only an owner may drop it.
+    var owned: Bool = true
 
     var qualified: String { quoteIdentifier(schema) + "." + quoteIdentifier(name) }
     var displayName: String { schema + "." + name }
@@ -42,13 +44,14 @@ enum PostPartitions {
             SELECT n.nspname, c.relname, c.relkind = 'p' AS partitioned, h.inhdetachpending AS detach_pending,
                    pg_get_expr(c.relpartbound, c.oid) AS bound,
                    regexp_match(pg_get_expr(c.relpartbound, c.oid), '^FOR VALUES FROM \\(''([^'']*)''\\) TO \\(''([^'']*)''\\)$') AS range,
-                   CASE WHEN c.relkind = 'r' THEN pg_relation_size(c.oid) / current_setting('block_size')::bigint ELSE 0 END AS pages
+                   CASE WHEN c.relkind = 'r' THEN pg_relation_size(c.oid) / current_setting('block_size')::bigint ELSE 0 END AS pages,
+                   pg_has_role(c.relowner, 'USAGE') AS owned
             FROM parent
             JOIN pg_inherits h ON h.inhparent = parent.oid
             JOIN pg_class c ON c.oid = h.inhrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
         )
-        SELECT nspname, relname, partitioned, detach_pending, bound = 'DEFAULT' AS is_default, pages,
+        SELECT nspname, relname, partitioned, detach_pending, bound = 'DEFAULT' AS is_default, pages, owned,
                (range[1]::timestamptz)::text AS lower, (range[2]::timestamptz)::text AS upper,
                coalesce(range[2]::timestamptz + $2::bigint * interval '1 microsecond' <= now(), false) AS wholly_expired
         FROM partitions
@@ -82,7 +85,7 @@ enum PostPartitions {
                 bounds: lower.flatMap { lower in upper.map { PostPartition.Bounds(lower: lower, upper: $0) } },
                 isDefault: row.bool("is_default") == true, isPartitioned: row.bool("partitioned") == true,
                 detachPending: row.bool("detach_pending") == true, whollyExpired: row.bool("wholly_expired") == true,
-                pages: row.int64("pages") ?? 0)
+                pages: row.int64("pages") ?? 0, owned: row.bool("owned") != false)
         }
     }
 }

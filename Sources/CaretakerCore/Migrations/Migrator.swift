@@ -87,14 +87,23 @@ public struct Migrator: Sendable {
                     applied_at  timestamptz NOT NULL DEFAULT now()
                 );
                 """)
-        let todo = try pending(on: connection)
+        let applied = try appliedVersions(on: connection)
+        let todo = Migration.all.filter { !applied.contains($0.version) }
         for migration in todo {
-            try apply(migration, on: connection)
+            try apply(migration, skipping: Self.droppedIndexes(applied: applied), on: connection)
         }
         return todo
     }
 
-    private func apply(_ migration: Migration, on connection: Connection) throws {
+    /// The indexes that applied migrations dropped as redundant. A migration applied
+    /// again (as `check` advises when an index it built is lost) does not build them
+    /// again: re-applying migration 4 after migration 9 rebuilds the lost index, not
+    /// `posts_pack_idx`, which the app's writes would then maintain for nothing.
+    static func droppedIndexes(applied: Set<Int>) -> Set<String> {
+        Set(Migration.all.filter { applied.contains($0.version) }.flatMap { $0.redundantIndexes.map(\.name) })
+    }
+
+    private func apply(_ migration: Migration, skipping dropped: Set<String>, on connection: Connection) throws {
         let record = { () throws -> Void in
             try connection.query(
                 "INSERT INTO caretaker.schema_migrations (version, name, app_schema) VALUES ($1, $2, $3)",
@@ -116,7 +125,9 @@ public struct Migrator: Sendable {
             }
             // No lock_timeout here: CONCURRENTLY takes no lock that queues the app's
             // writes, and waits for older transactions by design.
-            for index in migration.concurrentIndexes { try build(index, on: connection) }
+            for index in migration.concurrentIndexes where !dropped.contains(index.name) {
+                try build(index, on: connection)
+            }
             for index in migration.redundantIndexes { try dropIfRedundant(index, on: connection) }
             for index in migration.concurrentReindexes { try rebuild(index, on: connection) }
             try record()

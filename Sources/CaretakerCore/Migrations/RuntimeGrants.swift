@@ -44,10 +44,15 @@ public struct RuntimeGrants: Sendable {
     /// here: that role also shows every session's statistics and query text, a right
     /// the operator should give knowingly.
     public let watchesStandbys: Bool
+    /// `expire-content` is enabled with `retire_partitions`: only the owner of `posts`
+    /// and its partitions may detach and drop them, so the role may own them (by being a
+    /// member of the role that owns them), and nothing else (`checkGrantee`).
+    public let retiresPartitions: Bool
 
     /// The grants for `jobs` (only the enabled built-in ones count).
     public init(appSchema: String, jobs: [JobConfiguration]) {
         self.appSchema = appSchema
+        retiresPartitions = Self.retiresPartitions(jobs)
         watchesStandbys = jobs.contains { $0.enabled && $0.maxReplicaLag != nil }
         var caretakerTables = Self.bookkeeping.merging(Self.jobOwnTables) { a, _ in a }
         var appTables: [String: TablePrivileges] = [:]
@@ -139,7 +144,44 @@ public struct RuntimeGrants: Sendable {
     @discardableResult
     public func apply(role: String, on connection: Connection) throws -> [String] {
         let notes = try applyGrants(role: role, on: connection)
-        return try notes + standbyNote(role: role, on: connection)
+        return try notes + standbyNote(role: role, on: connection) + retirementNote(role: role, on: connection)
+    }
+
+    /// Whether some enabled `expire-content` has `retire_partitions` on.
+    public static func retiresPartitions(_ jobs: [JobConfiguration]) -> Bool {
+        jobs.contains { $0.enabled && $0.settings(as: ExpireContentSettings.self)?.retirePartitions == true }
+    }
+
+    /// The first of a partitioned `$2` (`posts`, schema-qualified) and its partitions that
+    /// role `$1` does not own (as a member of its owner) → `name`; no row when it owns
+    /// them all or `posts` is not partitioned.
+    static let postsNotOwned = """
+        SELECT n.nspname || '.' || c.relname AS name
+        FROM pg_partition_tree(to_regclass($2)) t
+        JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE (SELECT relkind FROM pg_class WHERE oid = to_regclass($2)) = 'p'
+          AND NOT pg_has_role($1, c.relowner, 'USAGE')
+        ORDER BY t.level, 1 LIMIT 1
+        """
+
+    /// With `retire_partitions`, what the role cannot retire: `posts` or a partition of it
+    /// that it does not own (`GRANT` grants no right to detach or drop a partition).
+    private func retirementNote(role: String, on connection: Connection) throws -> [String] {
+        guard retiresPartitions,
+            let table = try connection.query(
+                Self.postsNotOwned, role, quoteIdentifier(appSchema) + ".posts"
+            ).first?.string("name")
+        else { return [] }
+        return [Self.retirementAdvice(role: role, notOwned: table)]
+    }
+
+    /// What to do when `role` cannot detach or drop `table` (`posts` or a partition of it).
+    public static func retirementAdvice(role: String, notOwned table: String) -> String {
+        """
+        retire_partitions is on, but \(role) does not own \(table) (nor is it a member of its owner), \
+        and only the owner may detach or drop a partition: make one role own posts and every partition \
+        of it, and only them, then run: GRANT that role TO \(quoteIdentifier(role)) (docs/database.md)
+        """
     }
 
     /// Without `pg_read_all_stats` a WAL sender shows the role only its pid, so a job
@@ -185,7 +227,7 @@ public struct RuntimeGrants: Sendable {
     }
 
     private func applyGrants(role: String, on connection: Connection) throws -> [String] {
-        try Self.checkGrantee(role, appSchema: appSchema, on: connection)
+        try Self.checkGrantee(role, appSchema: appSchema, ownsPosts: retiresPartitions, on: connection)
         let session = try connection.query(
             """
             SELECT current_user AS me, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
@@ -220,8 +262,9 @@ public struct RuntimeGrants: Sendable {
         }
     }
 
-    /// Refuses a role that is missing, a superuser, or owns caretaker's or the app's tables.
-    static func checkGrantee(_ role: String, appSchema: String, on connection: Connection) throws {
+    /// Refuses a role that is missing, a superuser, or owns caretaker's or the app's tables;
+    /// with `ownsPosts` (`retire_partitions`), owning `posts` and its partitions is allowed.
+    static func checkGrantee(_ role: String, appSchema: String, ownsPosts: Bool, on connection: Connection) throws {
         guard let row = try connection.query("SELECT rolsuper FROM pg_roles WHERE rolname = $1", role).first else {
             throw GrantError(
                 role: role, reason: "no such role; create it first, e.g. CREATE ROLE \(quoteIdentifier(role)) LOGIN")
@@ -233,13 +276,17 @@ public struct RuntimeGrants: Sendable {
             """
             SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE n.nspname IN ('caretaker', $2) AND c.relkind IN ('r', 'p') AND pg_has_role($1, c.relowner, 'USAGE')
+              AND NOT ($3 AND c.oid IN (SELECT relid FROM pg_partition_tree(to_regclass($4))))
             ORDER BY 1 LIMIT 1
-            """, role, appSchema
+            """, role, appSchema, ownsPosts, quoteIdentifier(appSchema) + ".posts"
         ).first?["name"]
         if let owned {
+            let allowed =
+                ownsPosts
+                ? "; retire_partitions allows it to own posts and its partitions, and nothing else" : ""
             throw GrantError(
                 role: role,
-                reason: "it owns \(owned) (or is a member of its owner): run the worker as a role of its own")
+                reason: "it owns \(owned) (or is a member of its owner)\(allowed): run the worker as a role of its own")
         }
     }
 }
