@@ -35,9 +35,13 @@ stop_child() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
+# Clusters a row starts besides the bench's own (ST's), stopped at the end.
+extra_pgdirs=()
+
 cleanup() {
-    local pid
+    local pid dir
     for pid in "${children[@]}"; do stop_child "$pid"; done
+    for dir in "${extra_pgdirs[@]}"; do pg_stop "$dir"; done
     [ -n "${standby_dir:-}" ] && pg_stop "$standby_dir"
     [ -n "${pgdir:-}" ] && pg_stop "$pgdir"
     if [ "$keep" = true ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
