@@ -193,14 +193,22 @@ import Glibc
                 SELECT slot FROM caretaker.job_runs GROUP BY slot HAVING count(*) > 1
                 """
             ).rows.isEmpty, "a slot was recorded twice")
+        // A slot that came due after a run's end, but before the scheduler had handled
+        // that end, runs after all; when the next slot is due by then too (the end handled
+        // a second late on a loaded machine), the newer one runs and the older is
+        // recorded skipped for want of a place (Scheduler.queueSlot). Any other skip
+        // needs a run going when its slot came.
+        let unexplained = try db.connection.query(
+            """
+            SELECT id, slot, error FROM caretaker.job_runs s
+            WHERE s.status = 'skipped' AND s.error NOT LIKE '%free place%' AND NOT EXISTS (
+                SELECT 1 FROM caretaker.job_runs r
+                WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
+            """
+        ).rows
         #expect(
-            try db.count(
-                """
-                SELECT count(*) FROM caretaker.job_runs s
-                WHERE s.status = 'skipped' AND NOT EXISTS (
-                    SELECT 1 FROM caretaker.job_runs r
-                    WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
-                """) == 0, "a slot was recorded skipped although no run was going when it came due")
+            unexplained.isEmpty,
+            "a slot was recorded skipped although no run was going when it came due: \(unexplained.map(\.values))")
         // Every slot from the first to the last one recorded is in the history: run or skipped.
         let span = try db.connection.query(
             """
