@@ -142,8 +142,11 @@ import Glibc
         let job = try #require(configuration.job(named: "tick"))
         let runner = JobRunner(configuration: configuration, mail: nil, logger: Logger(label: "test"))
         let connection = try TemporaryPostgres.shared.connect(database: db.name)
-        // As if the scheduler's estimate of the database clock ran 200 ms ahead.
-        let soon = Date(timeIntervalSince1970: try Self.now(db) + 0.2)
+        // As if the scheduler's estimate of the database clock ran ahead: by a minute, so
+        // that the slot is still to come when the runner claims it, however long the
+        // connection and the run's start take on a loaded machine (at 200 ms ahead, a
+        // loaded run claimed it due and ran it).
+        let soon = Date(timeIntervalSince1970: try Self.now(db) + 60)
         let run = try runner.run(JobRunner.Request(job: job, trigger: .schedule, slot: soon), on: connection)
         guard case .slotNotDue = run else {
             Issue.record("a slot not due yet was not answered as such: \(run)")
@@ -193,14 +196,22 @@ import Glibc
                 SELECT slot FROM caretaker.job_runs GROUP BY slot HAVING count(*) > 1
                 """
             ).rows.isEmpty, "a slot was recorded twice")
+        // A slot that came due after a run's end, but before the scheduler had handled
+        // that end, runs after all; when the next slot is due by then too (the end handled
+        // a second late on a loaded machine), the newer one runs and the older is
+        // recorded skipped for want of a place (Scheduler.queueSlot). Any other skip
+        // needs a run going when its slot came.
+        let unexplained = try db.connection.query(
+            """
+            SELECT id, slot, error FROM caretaker.job_runs s
+            WHERE s.status = 'skipped' AND s.error NOT LIKE '%free place%' AND NOT EXISTS (
+                SELECT 1 FROM caretaker.job_runs r
+                WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
+            """
+        ).rows
         #expect(
-            try db.count(
-                """
-                SELECT count(*) FROM caretaker.job_runs s
-                WHERE s.status = 'skipped' AND NOT EXISTS (
-                    SELECT 1 FROM caretaker.job_runs r
-                    WHERE r.status <> 'skipped' AND s.slot > coalesce(r.slot, r.started_at) AND s.slot <= r.finished_at)
-                """) == 0, "a slot was recorded skipped although no run was going when it came due")
+            unexplained.isEmpty,
+            "a slot was recorded skipped although no run was going when it came due: \(unexplained.map(\.values))")
         // Every slot from the first to the last one recorded is in the history: run or skipped.
         let span = try db.connection.query(
             """
