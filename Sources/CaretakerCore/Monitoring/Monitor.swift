@@ -49,6 +49,9 @@ public final class Monitor: RunObserver, @unchecked Sendable {
         var skippedCursor = HistoryReadings.SkippedCursor()
         /// The connection refreshes read on, between them (normal mode).
         var connection: Connection?
+        /// Counts reloads that moved to another database, so that a refresh under way
+        /// across one does not put its connection to the old database back.
+        var databaseGeneration = 0
     }
     private let state: Mutex<State>
     /// One reading at a time: a refresh thread and run threads take turns.
@@ -118,7 +121,10 @@ public final class Monitor: RunObserver, @unchecked Sendable {
                 state.configuration = configuration
                 state.alerts = alerts
                 state.watch.reload(configuration)
-                if databaseChanged { state.connection = nil }
+                if databaseChanged {
+                    state.connection = nil
+                    state.databaseGeneration += 1
+                }
             }
             return state.configuration.metrics
         }
@@ -209,17 +215,18 @@ public final class Monitor: RunObserver, @unchecked Sendable {
     /// when it has none that works; without one, the metrics say the database is down.
     /// Blocks (the database, a mail): the daemon calls it on a thread of its own.
     public func refreshOnOwnConnection(connector: DatabaseConnector) {
-        var connection = state.withLock { state in
+        let (kept, generation) = state.withLock { state in
             defer { state.connection = nil }
-            return state.connection
+            return (state.connection, state.databaseGeneration)
         }
+        var connection = kept
         if connection?.isHealthy != true {
             connection = try? connector.connect(applicationName: "caretaker/monitor")
         }
         if let connection {
             refresh(on: connection)
             // Kept for the next refresh, unless a reload moved to another database meanwhile.
-            state.withLock { if $0.connection == nil { $0.connection = connection } }
+            state.withLock { if $0.databaseGeneration == generation { $0.connection = connection } }
         } else {
             metrics?.databaseUnavailable()
             writeTextfile(state.withLock { $0.configuration.metrics.textfile })
