@@ -106,13 +106,16 @@ let package = Package(
         // The small targets' tests, each depending on the target it tests only: they
         // build and run without libpq, libcurl or CaretakerCore.
         .testTarget(name: "CaretakerTextTests", dependencies: ["CaretakerText"]),
-        .testTarget(name: "CaretakerTOMLTests", dependencies: ["CaretakerTOML"]),
-        .testTarget(name: "CaretakerScheduleTests", dependencies: ["CaretakerSchedule"]),
+        // The seeded generator the random and fuzz tests share (no dependencies).
+        .target(name: "SeededRandom"),
+        .testTarget(name: "CaretakerTOMLTests", dependencies: ["CaretakerTOML", "SeededRandom"]),
+        .testTarget(name: "CaretakerScheduleTests", dependencies: ["CaretakerSchedule", "SeededRandom"]),
         .testTarget(name: "CaretakerMailFormatTests", dependencies: ["CaretakerMailFormat"]),
         .testTarget(
             name: "CaretakerCoreTests",
             dependencies: [
                 "CaretakerCore", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat", "CaretakerText",
+                "SeededRandom",
             ]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Testing
 
 @testable import CaretakerCore
@@ -30,25 +31,6 @@ import Testing
 //   of CR, LF, space, `,`, `<`, `>`.
 
 // MARK: - Seeded generation
-
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough to drive tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func chance(_ percent: Int) -> Bool { int(0...99) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[int(0...items.count - 1)] }
-}
 
 /// Runs `count` cases, each with its own generator, and stops recording after a
 /// few failures so one bug does not bury the report under thousands of issues.

@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 
 @testable import CaretakerTOML
@@ -858,19 +859,6 @@ struct TOMLErrorTests {
 
 // MARK: - Robustness
 
-/// SplitMix64: a small, seeded, deterministic generator.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("TOML robustness")
 struct TOMLRobustnessTests {
     static let seeds: [String] = [
@@ -888,7 +876,7 @@ struct TOMLRobustnessTests {
     ]
 
     /// Mutates `bytes` in one of a few ways.
-    private static func mutate(_ bytes: inout [UInt8], using random: inout SeededGenerator) {
+    private static func mutate(_ bytes: inout [UInt8], using random: inout SplitMix64) {
         let position = bytes.isEmpty ? 0 : Int.random(in: 0...bytes.count, using: &random)
         switch Int.random(in: 0..<6, using: &random) {
         case 0 where !bytes.isEmpty:  // flip a byte
@@ -920,7 +908,7 @@ struct TOMLRobustnessTests {
     }
 
     @Test func mutatedDocumentsNeverCrash() {
-        var random = SeededGenerator(state: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         for _ in 0..<3000 {
             var bytes = Array((Self.seeds.randomElement(using: &random) ?? "").utf8)
             for _ in 0..<Int.random(in: 1...6, using: &random) {
@@ -931,7 +919,7 @@ struct TOMLRobustnessTests {
     }
 
     @Test func randomFragmentSoupNeverCrashes() {
-        var random = SeededGenerator(state: 42)
+        var random = SplitMix64(seed: 42)
         for _ in 0..<2000 {
             let count = Int.random(in: 0...40, using: &random)
             let text = (0..<count).map { _ in Self.fragments.randomElement(using: &random) ?? "" }.joined()
