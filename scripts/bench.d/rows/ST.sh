@@ -39,6 +39,7 @@ st_seeded() {
         local first last
         first=$(((st_at - st_max_s - st_part_s) / st_part_s - 1))
         last=$(((st_at + st_total + 120) / st_part_s + 2))
+        "$testkit" partitioned-app-schema public | st_sql "$dir" app >/dev/null
         st_sql "$dir" app -v first="$first" -v count="$((last - first + 1))" -v length="$st_part_s" -v origin=0 \
             -f "$helpers/stream-partitioned.sql" >/dev/null
     fi
