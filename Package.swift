@@ -106,11 +106,12 @@ let package = Package(
         // The small targets' tests, each depending on the target it tests only: they
         // build and run without libpq, libcurl or CaretakerCore.
         .testTarget(name: "CaretakerTextTests", dependencies: ["CaretakerText"]),
-        // The seeded generator the random and fuzz tests share (no dependencies).
+        // The seeded generator and the fuzz harness the random and fuzz tests share
+        // (nothing of caretaker).
         .target(name: "SeededRandom"),
         .testTarget(name: "CaretakerTOMLTests", dependencies: ["CaretakerTOML", "SeededRandom"]),
         .testTarget(name: "CaretakerScheduleTests", dependencies: ["CaretakerSchedule", "SeededRandom"]),
-        .testTarget(name: "CaretakerMailFormatTests", dependencies: ["CaretakerMailFormat"]),
+        .testTarget(name: "CaretakerMailFormatTests", dependencies: ["CaretakerMailFormat", "SeededRandom"]),
         .testTarget(
             name: "CaretakerCoreTests",
             dependencies: [

@@ -666,6 +666,49 @@ struct SchedulerTests {
         #expect(Self.retry(scheduler, job.name) == retry)
     }
 
+    /// The built-in jobs disabled, and `deadline-switch` with its deadline query on or off.
+    static func deadlineSwitchJobs(asksDeadline: Bool) throws -> [JobConfiguration] {
+        let disabled = builtIns.map { "[jobs.\($0)]\nenabled = false\n" }.joined()
+        return try ConfigurationLoader.parse(
+            disabled + "[jobs.deadline-switch]\ndeadline = \(asksDeadline)\nmax_retries = 3\n", file: "jobs.toml",
+            catalogue: BuiltInJob.allCases + [BuiltInJob(DeadlineSwitchJob.self)]
+        ).jobs
+    }
+
+    @Test(
+        "reload: a job that no longer asks deadlines stops waiting for one: to idle, or to the retry that waited beside it"
+    )
+    func reloadEndsDeadlineWait() throws {
+        let asking = try Self.deadlineSwitchJobs(asksDeadline: true)
+        let notAsking = try Self.deadlineSwitchJobs(asksDeadline: false)
+        let start = Self.at("2026-01-01T10:00:30Z")
+        var scheduler = Scheduler(jobs: asking, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
+        #expect(Self.deadlineCheck(scheduler, "deadline-switch") == start)
+        // Waiting for a deadline, no retry → idle.
+        _ = scheduler.reload(jobs: notAsking, maxConcurrentJobs: 2, now: start.addingTimeInterval(1))
+        guard case .idle? = scheduler.state(of: "deadline-switch") else {
+            Issue.record("still waiting: \(String(describing: scheduler.state(of: "deadline-switch")))")
+            return
+        }
+        #expect(scheduler.deadlinesToAsk(now: start.addingTimeInterval(2)).isEmpty)
+
+        // Waiting for a deadline with a retry beside it (a run failed) → waiting for the retry.
+        _ = scheduler.reload(jobs: asking, maxConcurrentJobs: 2, now: start.addingTimeInterval(3))
+        let job = try Self.job("deadline-switch", asking)
+        _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start.addingTimeInterval(3))
+        let run = try #require(
+            Self.starts(scheduler.dispatch(now: start.addingTimeInterval(3), freePlaces: .max, canRecord: true)).first)
+        _ = scheduler.finished(run, Self.failed, now: start.addingTimeInterval(4))
+        let retry = try #require(Self.retry(scheduler, "deadline-switch"))
+        #expect(Self.deadlineCheck(scheduler, "deadline-switch") == start.addingTimeInterval(4))
+        _ = scheduler.reload(jobs: notAsking, maxConcurrentJobs: 2, now: start.addingTimeInterval(5))
+        guard case .waitingForRetry(let kept)? = scheduler.state(of: "deadline-switch") else {
+            Issue.record("not waiting for the retry: \(String(describing: scheduler.state(of: "deadline-switch")))")
+            return
+        }
+        #expect(kept == retry)
+    }
+
     @Test(
         "reload: queued runs take the new configuration; a disabled job that runs ends normally; a newly enabled deadline job asks at once"
     )
@@ -847,6 +890,35 @@ struct NotifiedAndDeadlineJob: JobDefinition {
         JobWakeups(
             notifyChannel: notifyChannel, nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) },
             deadlineLookahead: .seconds(600))
+    }
+
+    static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
+    static var appColumns: [SchemaCheck.AppTable] { [] }
+    static var stats: [StatDeclaration] { [] }
+
+    func run(_ context: JobContext) throws -> JobStats { JobStats() }
+}
+
+/// A job whose deadline query its own setting turns on or off (`deadline`): the built-in
+/// job that asks deadlines always does, so this one shows a reload that stops a job asking.
+struct DeadlineSwitchJob: JobDefinition {
+    static let name = "deadline-switch"
+    static let defaultSchedule = "@hourly"
+
+    static func readSettings(
+        _ table: inout TableReader, file: String, worker: WorkerOptions
+    ) throws(ConfigurationError) -> Bool {
+        try table.bool("deadline", default: true)
+    }
+
+    static func make(_ settings: Bool, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self {
+        DeadlineSwitchJob()
+    }
+
+    static func wakeups(_ asksDeadline: Bool) -> JobWakeups {
+        guard asksDeadline else { return .scheduleOnly }
+        return JobWakeups(
+            nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) }, deadlineLookahead: .seconds(600))
     }
 
     static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
