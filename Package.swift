@@ -52,19 +52,59 @@ let package = Package(
         ),
         // RFC 5322 addresses and messages (what the SMTP and file transports send).
         .target(name: "CaretakerMailFormat"),
+        // caretaker's own layers, each depending only on those above it here, so that the
+        // compiler keeps the layering (the graph: docs/design/layers.md).
+        // Threads, files, errors of the C library, idle memory, the log's line format.
+        .target(
+            name: "CaretakerSupport",
+            dependencies: ["CaretakerText", "CMalloc", .product(name: "Logging", package: "swift-log")]
+        ),
+        // jobs.toml: its model, its reader and its validation; no job by name.
+        .target(
+            name: "CaretakerConfig",
+            dependencies: [
+                "CaretakerSupport", "CaretakerText", "CaretakerTOML", "CaretakerSchedule", "CaretakerMailFormat",
+            ]
+        ),
+        // The database: connecting, its clock, caretaker's schema (migrations) and the run history.
+        .target(
+            name: "CaretakerDatabase",
+            dependencies: ["CaretakerSupport", "CaretakerConfig", "Postgres"]
+        ),
+        // Sending mail: SMTP (libcurl) and the file transport.
+        .target(
+            name: "CaretakerMail",
+            dependencies: [
+                "CaretakerSupport", "CaretakerConfig", "CaretakerDatabase", "CaretakerMailFormat", "CCurl",
+            ]
+        ),
+        // The built-in jobs and their catalogue, the job context and pacing, and what
+        // `check` and `migrate --grant` derive from the jobs' declarations.
+        .target(
+            name: "CaretakerJobs",
+            dependencies: [
+                "CaretakerSupport", "CaretakerConfig", "CaretakerDatabase", "CaretakerMail", "Postgres", "CCrypt",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Metrics, health pings, alerts and the status report.
+        .target(
+            name: "CaretakerMonitoring",
+            dependencies: [
+                "CaretakerSupport", "CaretakerConfig", "CaretakerDatabase", "CaretakerMail", "CaretakerJobs",
+                "Postgres", "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // The runtime: the scheduler, the runner and the daemon. It re-exports the layers
+        // below, so the executables, the dashboard and the tests import CaretakerCore only.
         .target(
             name: "CaretakerCore",
             dependencies: [
-                "CaretakerText",
-                "CaretakerTOML",
-                "CaretakerSchedule",
-                "CaretakerMailFormat",
-                "Postgres",
-                "CCurl",
-                "CCrypt",
-                "CMalloc",
+                "CaretakerSupport", "CaretakerConfig", "CaretakerDatabase", "CaretakerMail", "CaretakerJobs",
+                "CaretakerMonitoring", "Postgres",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
 
 /// The catalogue of built-in jobs (`Jobs/BuiltInJob.swift`) agrees with itself and with `check`.
 @Suite struct BuiltInJobTests {
@@ -13,6 +16,13 @@ import Testing
             #expect(configuration.job(named: builtIn.rawValue)?.builtIn == builtIn)
         }
         #expect(configuration.job(named: "clean")?.builtIn == nil)
+    }
+
+    @Test("the pack-marking triggers spare the sessions of the job that keeps the marks itself")
+    func packMarkingJobIsExpireContent() throws {
+        #expect(Migration.packMarkingJob == ExpireContent.name)
+        let sql = Migration.packLooks.sql(appSchema: "public")
+        #expect(sql.contains("current_setting('application_name') <> 'caretaker/\(ExpireContent.name)'"))
     }
 
     @Test("check verifies, for each built-in job, every app column it is granted", arguments: BuiltInJob.allCases)

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// The busy share's arithmetic (`max_busy_share`), apart from the database.
 @Suite struct BusyShareTests {

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 @Suite struct ConfigurationTests {
     func parse(_ text: String, lowFootprint: Bool? = nil) throws -> Configuration {

@@ -2,7 +2,9 @@ import Foundation
 import SeededRandom
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 // Deterministic fuzzing of the configuration loader (the harness, its seeds and
 // replay: SeededRandom's FuzzRun; the schedule, duration and address parsers have

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
 
 /// The history's values apart from the database: run statuses and triggers as the
 /// table stores them, and times as caretaker prints them.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerSupport
 
 @Suite struct IdleMemoryTests {
     static let smaps = """

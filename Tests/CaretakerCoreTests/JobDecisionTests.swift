@@ -2,6 +2,7 @@ import Postgres
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// `send-temp-passwords`' decision for one request (SPEC §3 steps 1–3, in order).
 @Suite struct ResetDecisionTests {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
 
 @Suite struct JobStatsTests {
     @Test("a counter the job did not report reads as nil, not 0: an expectation of 0 notices a renamed counter")

@@ -2,7 +2,12 @@ import Foundation
 import Logging
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMonitoring
+@testable import CaretakerSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerMonitoring
 
 /// When the daemon's loop refreshes the metrics and alerts (`MonitoringPlan`), apart from any clock or thread.
 @Suite struct MonitoringPlanTests {

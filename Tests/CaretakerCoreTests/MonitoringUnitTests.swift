@@ -1,7 +1,11 @@
 import Foundation
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMonitoring
 
 /// The decisions and formats of `Monitoring/`, apart from the network and the database.
 @Suite struct MonitoringUnitTests {

@@ -1,7 +1,12 @@
 import Foundation
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMonitoring
+@testable import CaretakerSupport
 
 /// The reference pages are held to the code, both ways: every configuration key
 /// the loader reads, every metric the daemon exposes, every stat a job declares and
@@ -134,7 +139,7 @@ import Testing
 
     /// The stat names the jobs' code records: the literals it passes as counter names.
     static func statsInCode() throws -> Set<String> {
-        let directory = root.appendingPathComponent("Sources/CaretakerCore/Jobs")
+        let directory = root.appendingPathComponent("Sources/CaretakerJobs/Jobs")
         var names: Set<String> = []
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
             let source = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)

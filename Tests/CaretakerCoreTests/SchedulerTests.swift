@@ -1,7 +1,11 @@
 import Foundation
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMail
 
 /// The daemon's scheduling policy against fixed dates: no database, no process, no clock.
 @Suite("Scheduler policy")

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
+@testable import CaretakerSupport
 
 /// How `expire-content`'s page sweep sizes its transactions.
 @Suite struct SweepRangeTests {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 @Suite struct TemporaryPasswordTests {
     static let lookAlikes: Set<Character> = ["0", "O", "o", "1", "l", "I"]

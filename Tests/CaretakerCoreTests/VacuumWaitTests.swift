@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// `wait_for_vacuum`'s bound and how often it asks, apart from the database.
 @Suite struct VacuumWaitTests {

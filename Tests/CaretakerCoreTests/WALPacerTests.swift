@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// The WAL budget's arithmetic (`max_wal_rate`), apart from the database.
 @Suite struct WALPacerTests {

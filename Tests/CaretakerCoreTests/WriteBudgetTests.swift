@@ -1,6 +1,8 @@
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// The adaptive WAL budget's rule (`max_wal_rate` as ceiling, `max_commit_slowdown`), apart from the database.
 @Suite struct WriteBudgetTests {

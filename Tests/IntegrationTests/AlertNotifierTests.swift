@@ -4,6 +4,9 @@ import Logging
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMonitoring
 
 /// `AlertNotifier` against a real database, with the file mail transport: what it
 /// sends when another instance changes an alert state while it reads.

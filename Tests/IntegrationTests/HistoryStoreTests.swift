@@ -233,7 +233,7 @@ import Testing
         var offenders: [String] = []
         let files = try #require(FileManager.default.enumerator(atPath: Self.sources.path))
         for case let path as String in files where path.hasSuffix(".swift") {
-            if owners.contains(where: { path.hasSuffix("CaretakerCore/History/" + $0) })
+            if owners.contains(where: { path.hasSuffix("CaretakerDatabase/History/" + $0) })
                 || path.contains("/Migrations/")
             {
                 continue
@@ -250,7 +250,7 @@ import Testing
         for owner in owners {
             #expect(
                 FileManager.default.fileExists(
-                    atPath: Self.sources.appendingPathComponent("CaretakerCore/History/" + owner).path))
+                    atPath: Self.sources.appendingPathComponent("CaretakerDatabase/History/" + owner).path))
         }
     }
 }

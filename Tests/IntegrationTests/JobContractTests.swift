@@ -5,6 +5,8 @@ import Synchronization
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
 
 /// The contract between the runner and a job: a job returns what it did, the
 /// context records why it stopped, and the runner decides `interrupted` from that.

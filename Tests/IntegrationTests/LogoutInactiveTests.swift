@@ -3,6 +3,8 @@ import Postgres
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
 
 /// `logout-inactive` against a real PostgreSQL.
 @Suite struct LogoutInactiveTests {

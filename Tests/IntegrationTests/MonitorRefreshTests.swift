@@ -5,6 +5,8 @@ import Postgres
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerMonitoring
 
 /// One refresh of the metrics and alerts against a real database: how many
 /// statements it sends (the history is read once, whatever the number of jobs),

@@ -4,6 +4,7 @@ import Postgres
 import Testing
 
 @testable import CaretakerCore
+@testable import CaretakerJobs
 
 /// `expire-content` looks at a pack only when it may be due (migration 10): each look
 /// records when the pack can next be due, and whatever lowers a pack's popularity

@@ -4,7 +4,10 @@ import Logging
 import Postgres
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
 
 /// `caretaker migrate --grant ROLE`: the runtime role gets what the enabled jobs need and
 /// nothing else. Every job test runs as that role (`TestDatabase.run`); these tests show

@@ -3,7 +3,12 @@ import Logging
 import Postgres
 import Testing
 
+@testable import CaretakerConfig
 @testable import CaretakerCore
+@testable import CaretakerDatabase
+@testable import CaretakerJobs
+@testable import CaretakerMail
+@testable import CaretakerSupport
 
 /// A job defined here as a new built-in job would be (`docs/adding-a-job.md`): one
 /// type that runs the job and declares its facts through `JobDefinition`, and one

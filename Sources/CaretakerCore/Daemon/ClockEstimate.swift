@@ -1,3 +1,4 @@
+import CaretakerDatabase
 import Postgres
 
 #if canImport(FoundationEssentials)

@@ -1,3 +1,4 @@
+import CaretakerDatabase
 import Logging
 import Postgres
 import Synchronization

@@ -1,3 +1,5 @@
+import CaretakerDatabase
+import CaretakerSupport
 import Logging
 import Postgres
 

@@ -1,3 +1,5 @@
+import CaretakerSupport
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

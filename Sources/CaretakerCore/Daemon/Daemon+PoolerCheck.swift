@@ -1,3 +1,4 @@
+import CaretakerDatabase
 import Postgres
 
 extension Daemon {

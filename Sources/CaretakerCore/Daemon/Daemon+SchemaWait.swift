@@ -1,3 +1,4 @@
+import CaretakerJobs
 import Postgres
 
 extension Daemon {

@@ -1,3 +1,8 @@
+import CaretakerConfig
+import CaretakerDatabase
+import CaretakerMail
+import CaretakerMonitoring
+import CaretakerSupport
 import Dispatch
 import Logging
 import Postgres

@@ -1,3 +1,7 @@
+import CaretakerConfig
+import CaretakerJobs
+import CaretakerSchedule
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

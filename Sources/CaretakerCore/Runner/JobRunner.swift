@@ -1,3 +1,9 @@
+import CaretakerConfig
+import CaretakerDatabase
+import CaretakerJobs
+import CaretakerMail
+import CaretakerMonitoring
+import CaretakerSupport
 import Logging
 import Postgres
 

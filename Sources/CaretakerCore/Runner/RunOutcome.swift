@@ -1,3 +1,5 @@
+import CaretakerDatabase
+
 /// How an attempt to run a job, or to record one of its slots `skipped`, ended: the
 /// one answer the runner gives, which the daemon hands to the scheduler as it is.
 ///
