@@ -1,6 +1,6 @@
 /// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator, so a random
-/// test's cases are the same on every run. A target of its own with no
-/// dependencies, so that every test target, the parsers' included, can use it.
+/// test's cases are the same on every run. Its target depends on nothing of
+/// caretaker, so that every test target, the parsers' included, can use it.
 public struct SplitMix64: RandomNumberGenerator {
     public var state: UInt64
 

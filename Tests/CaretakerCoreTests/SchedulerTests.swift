@@ -670,12 +670,13 @@ struct SchedulerTests {
         #expect(Self.retry(scheduler, job.name) == retry)
     }
 
-    /// The built-in jobs disabled, and `deadline-switch` with its deadline query on or off.
-    static func deadlineSwitchJobs(asksDeadline: Bool) throws -> [JobConfiguration] {
+    /// The built-in jobs disabled, and `WakeupTestJob` with its deadline query on or off.
+    static func wakeupTestJobs(asksDeadline: Bool = true) throws -> [JobConfiguration] {
         let disabled = builtIns.map { "[jobs.\($0)]\nenabled = false\n" }.joined()
         return try ConfigurationLoader.parse(
-            disabled + "[jobs.deadline-switch]\ndeadline = \(asksDeadline)\nmax_retries = 3\n", file: "jobs.toml",
-            catalogue: BuiltInJob.allCases + [BuiltInJob(DeadlineSwitchJob.self)]
+            "[worker]\ntimezone = \"UTC\"\n" + disabled
+                + "[jobs.\(WakeupTestJob.name)]\ndeadline = \(asksDeadline)\n", file: "jobs.toml",
+            catalogue: BuiltInJob.allCases + [BuiltInJob(WakeupTestJob.self)]
         ).jobs
     }
 
@@ -683,31 +684,31 @@ struct SchedulerTests {
         "reload: a job that no longer asks deadlines stops waiting for one: to idle, or to the retry that waited beside it"
     )
     func reloadEndsDeadlineWait() throws {
-        let asking = try Self.deadlineSwitchJobs(asksDeadline: true)
-        let notAsking = try Self.deadlineSwitchJobs(asksDeadline: false)
+        let asking = try Self.wakeupTestJobs(asksDeadline: true)
+        let notAsking = try Self.wakeupTestJobs(asksDeadline: false)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: asking, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
-        #expect(Self.deadlineCheck(scheduler, "deadline-switch") == start)
+        #expect(Self.deadlineCheck(scheduler, WakeupTestJob.name) == start)
         // Waiting for a deadline, no retry → idle.
         _ = scheduler.reload(jobs: notAsking, maxConcurrentJobs: 2, now: start.addingTimeInterval(1))
-        guard case .idle? = scheduler.state(of: "deadline-switch") else {
-            Issue.record("still waiting: \(String(describing: scheduler.state(of: "deadline-switch")))")
+        guard case .idle? = scheduler.state(of: WakeupTestJob.name) else {
+            Issue.record("still waiting: \(String(describing: scheduler.state(of: WakeupTestJob.name)))")
             return
         }
         #expect(scheduler.deadlinesToAsk(now: start.addingTimeInterval(2)).isEmpty)
 
         // Waiting for a deadline with a retry beside it (a run failed) → waiting for the retry.
         _ = scheduler.reload(jobs: asking, maxConcurrentJobs: 2, now: start.addingTimeInterval(3))
-        let job = try Self.job("deadline-switch", asking)
+        let job = try Self.job(WakeupTestJob.name, asking)
         _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start.addingTimeInterval(3))
         let run = try #require(
             Self.starts(scheduler.dispatch(now: start.addingTimeInterval(3), freePlaces: .max, canRecord: true)).first)
         _ = scheduler.finished(run, Self.failed, now: start.addingTimeInterval(4))
-        let retry = try #require(Self.retry(scheduler, "deadline-switch"))
-        #expect(Self.deadlineCheck(scheduler, "deadline-switch") == start.addingTimeInterval(4))
+        let retry = try #require(Self.retry(scheduler, WakeupTestJob.name))
+        #expect(Self.deadlineCheck(scheduler, WakeupTestJob.name) == start.addingTimeInterval(4))
         _ = scheduler.reload(jobs: notAsking, maxConcurrentJobs: 2, now: start.addingTimeInterval(5))
-        guard case .waitingForRetry(let kept)? = scheduler.state(of: "deadline-switch") else {
-            Issue.record("not waiting for the retry: \(String(describing: scheduler.state(of: "deadline-switch")))")
+        guard case .waitingForRetry(let kept)? = scheduler.state(of: WakeupTestJob.name) else {
+            Issue.record("not waiting for the retry: \(String(describing: scheduler.state(of: WakeupTestJob.name)))")
             return
         }
         #expect(kept == retry)
@@ -768,12 +769,8 @@ struct SchedulerTests {
 
     @Test("a NOTIFY while a job waits for its deadline query: notified, keeping a waiting retry")
     func notifyWhileWaitingForADeadline() throws {
-        let catalogue = BuiltInJob.allCases + [BuiltInJob(NotifiedAndDeadlineJob.self)]
-        let disabled = Self.builtIns.map { "[jobs.\($0)]\nenabled = false\n" }.joined()
-        let jobs = try ConfigurationLoader.parse(
-            "[worker]\ntimezone = \"UTC\"\n" + disabled, file: "jobs.toml", catalogue: catalogue
-        ).jobs
-        let job = try Self.job(NotifiedAndDeadlineJob.name, jobs)
+        let jobs = try Self.wakeupTestJobs()
+        let job = try Self.job(WakeupTestJob.name, jobs)
         let start = Self.at("2026-01-01T10:00:30Z")
         var scheduler = Scheduler(jobs: jobs, maxConcurrentJobs: 2, deadlineChecks: true, now: start)
         _ = scheduler.deadlineAnswered(job, DeadlineAnswer(secondsUntilNext: 0), now: start)
@@ -781,7 +778,7 @@ struct SchedulerTests {
         _ = scheduler.finished(run, Self.failed, now: start)
         let retry = try #require(Self.retry(scheduler, job.name))
         #expect(Self.deadlineCheck(scheduler, job.name) == start)
-        _ = scheduler.notified(channel: NotifiedAndDeadlineJob.notifyChannel!)
+        _ = scheduler.notified(channel: WakeupTestJob.notifyChannel!)
         guard case .notified(let kept)? = scheduler.state(of: job.name) else {
             Issue.record("not notified: \(String(describing: scheduler.state(of: job.name)))")
             return
@@ -790,7 +787,7 @@ struct SchedulerTests {
         #expect(scheduler.deadlinesToAsk(now: start).isEmpty)
         #expect(
             Self.describe(Self.starts(scheduler.dispatch(now: start, freePlaces: .max, canRecord: true)))
-                == ["\(NotifiedAndDeadlineJob.name) notify - 1"])
+                == ["\(WakeupTestJob.name) notify - 1"])
     }
 
     // MARK: DST
@@ -877,37 +874,13 @@ struct ReloadLowFootprintTests {
     }
 }
 
-/// A job that both a NOTIFY and a deadline query wake (no built-in job is both).
-struct NotifiedAndDeadlineJob: JobDefinition {
-    struct Settings: Sendable {}
-    static let name = "notified-and-deadline"
+/// A job that both a NOTIFY and a deadline query wake (no built-in job is both), whose
+/// deadline query its own setting turns off (`deadline = false`; the built-in job that
+/// asks deadlines always does), so that a reload can stop it asking.
+struct WakeupTestJob: JobDefinition {
+    static let name = "wakeup-test"
     static let defaultSchedule = "@hourly"
-    static var notifyChannel: String? { "notified_and_deadline" }
-
-    static func readSettings(
-        _ table: inout TableReader, file: String, worker: WorkerOptions
-    ) throws(ConfigurationError) -> Settings { Settings() }
-
-    static func make(_ settings: Settings, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self { Self() }
-
-    static func wakeups(_ settings: Settings) -> JobWakeups {
-        JobWakeups(
-            notifyChannel: notifyChannel, nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) },
-            deadlineLookahead: .seconds(600))
-    }
-
-    static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
-    static var appColumns: [SchemaCheck.AppTable] { [] }
-    static var stats: [StatDeclaration] { [] }
-
-    func run(_ context: JobContext) throws -> JobStats { JobStats() }
-}
-
-/// A job whose deadline query its own setting turns on or off (`deadline`): the built-in
-/// job that asks deadlines always does, so this one shows a reload that stops a job asking.
-struct DeadlineSwitchJob: JobDefinition {
-    static let name = "deadline-switch"
-    static let defaultSchedule = "@hourly"
+    static var notifyChannel: String? { "wakeup_test" }
 
     static func readSettings(
         _ table: inout TableReader, file: String, worker: WorkerOptions
@@ -915,14 +888,13 @@ struct DeadlineSwitchJob: JobDefinition {
         try table.bool("deadline", default: true)
     }
 
-    static func make(_ settings: Bool, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self {
-        DeadlineSwitchJob()
-    }
+    static func make(_ asksDeadline: Bool, mail: (any MailTransport)?, mailOptions: MailOptions) -> Self { Self() }
 
     static func wakeups(_ asksDeadline: Bool) -> JobWakeups {
-        guard asksDeadline else { return .scheduleOnly }
+        guard asksDeadline else { return JobWakeups(notifyChannel: notifyChannel) }
         return JobWakeups(
-            nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) }, deadlineLookahead: .seconds(600))
+            notifyChannel: notifyChannel, nextDeadline: { _, _, _ in DeadlineAnswer(secondsUntilNext: nil) },
+            deadlineLookahead: .seconds(600))
     }
 
     static var appTablePrivileges: [String: RuntimeGrants.TablePrivileges] { [:] }
