@@ -36,12 +36,12 @@ public struct BuiltInJob: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: BuiltInJob, b: BuiltInJob) -> Bool { a.rawValue == b.rawValue }
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
-    package var defaultSchedule: String { configurable.defaultSchedule }
-    package var isIdempotentBulkWork: Bool { configurable.isIdempotentBulkWork }
+    var defaultSchedule: String { configurable.defaultSchedule }
+    var isIdempotentBulkWork: Bool { configurable.isIdempotentBulkWork }
     public var sendsMail: Bool { configurable.sendsMail }
 
     /// Reads the job's own keys from its `[jobs.NAME]` table (the common keys are the loader's).
-    package func readSettings(
+    func readSettings(
         _ table: inout TableReader, file: String, worker: WorkerOptions
     ) throws(ConfigurationError) -> JobSettings {
         .builtIn(self, try configurable.readErasedSettings(&table, file: file, worker: worker))
