@@ -66,6 +66,17 @@ import Glibc
     }
 
     @Test(
+        "scripts/bench --st-layouts refuses anything but part, flat or part,flat, naming them",
+        arguments: ["", "parts", "flat,part", "part,flat,", "part flat"])
+    func benchUnknownStreamLayouts(layouts: String) async throws {
+        let result = try await refusal("bench", ["--st-layouts", layouts])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(
+            result.stderr == "scripts/bench: --st-layouts: '\(layouts)' is not one of: part, flat, part,flat\n",
+            "\(result.stderr)")
+    }
+
+    @Test(
         "scripts/bench --after and --window take a whole number of seconds of 1 or more",
         arguments: ["--after", "--window"], ["0", "2.5", "5s", ""])
     func benchBadSeconds(option: String, seconds: String) async throws {

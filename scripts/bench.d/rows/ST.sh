@@ -4,13 +4,14 @@
 
 # The app writes --st-rate posts a second (1,160: 100M a day), each in its own
 # transaction, and serves --st-reads page views a second, while as many posts come due,
-# on two layouts side by side, each in a throwaway PostgreSQL of its own (the bench's
-# settings) on the same machine:
+# on the layouts --st-layouts names, side by side, each in a throwaway PostgreSQL of its
+# own (the bench's settings) on the same machine:
 #   part  posts partitioned by "day" on created_at, caretaker with retire_partitions = true
 #   flat  the single posts table, caretaker
-# One cluster each, so that a cluster's WAL is one layout's.
+# One cluster each, so that a cluster's WAL is one layout's. Two streams side by side
+# keep a 2-core machine busy before caretaker starts; one layout a run leaves it room.
 #
-# The run, on both at once: the app alone for --st-baseline seconds with nothing due (the
+# The run, on each layout at once: the app alone for --st-baseline seconds with nothing due (the
 # seeded table leaves that span out), then caretaker (expire-content on --st-schedule), a
 # --st-warmup, --st-seconds measured, caretaker stopped, and the app alone again for
 # --st-baseline seconds. The app's baseline is the same app on the same table in the span
@@ -87,8 +88,10 @@ st_sampler() {
 st_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 # st_cluster_cpu DIR: CPU seconds of a cluster's server so far: the postmaster's own and
-# its reaped children's (autovacuum workers, ended backends), and its live children's.
+# its reaped children's (autovacuum workers, ended backends), and its live children's;
+# 0 where no cluster runs (a layout this run leaves out).
 st_cluster_cpu() {
+    [ -f "$1/data/postmaster.pid" ] || { echo 0; return; }
     local postmaster; postmaster=$(head -n 1 "$1/data/postmaster.pid")
     local proc line
     for proc in /proc/[0-9]*; do
@@ -159,25 +162,35 @@ row_ST() {
     # Compressed time: lifetimes and partitions in seconds.
     st_min_s=$((86400 / st_compress)) st_max_s=$((172800 / st_compress)) st_part_s=$((86400 / st_compress))
     st_total=$((2 * st_baseline + st_warmup + st_seconds))
-    local layouts=(part flat) layout
+    local layouts layout
+    IFS=, read -r -a layouts <<<"$st_layouts"
     # The app starts at $st_at exactly; the table is seeded as of then, so the seeding
     # must be over by then: allowed 60 s and 100 s per million posts written (on this
     # machine, under load, about 50 s). A late start is reported.
     local seed_started; seed_started=$(now)
     local seeded_rows=$((st_rate * (st_max_s + st_part_s)))
     st_at=$(( ${seed_started%.*} + 60 + seeded_rows / 10000 ))
-    st_seeded part &
-    local part_seeding=$!
-    st_seeded flat
-    wait "$part_seeding" || { echo "scripts/bench: ST: seeding the partitioned layout failed" >&2; exit 1; }
-    extra_pgdirs+=("$work/st-part")  # started in the subshell: stopped from here
-    log "ST: seeded $(st_sql "$work/st-flat" app -c "SELECT count(*) FROM posts") posts per cluster in $(fmt %.0f "$(calc "$(now) - $seed_started")") s; the app starts at $(date -u -d "@$st_at" +%H:%M:%S)"
+    if [ "${#layouts[@]}" -eq 2 ]; then
+        st_seeded part &
+        local part_seeding=$!
+        st_seeded flat
+        wait "$part_seeding" || { echo "scripts/bench: ST: seeding the partitioned layout failed" >&2; exit 1; }
+        extra_pgdirs+=("$work/st-part")  # started in the subshell: stopped from here
+    else
+        st_seeded "${layouts[0]}"
+    fi
+    log "ST: seeded $(st_sql "$work/st-${layouts[0]}" app -c "SELECT count(*) FROM posts") posts per cluster in $(fmt %.0f "$(calc "$(now) - $seed_started")") s; the app starts at $(date -u -d "@$st_at" +%H:%M:%S)"
 
     local lifetimes=("min_lifetime = \"${st_min_s}s\"" "max_lifetime = \"${st_max_s}s\"")
-    local pgdir="$work/st-part"
-    only_job expire-content "$st_schedule" "${lifetimes[@]}" 'retire_partitions = true' | config "$work/st-part.toml" app
-    pgdir="$work/st-flat"
-    only_job expire-content "$st_schedule" "${lifetimes[@]}" | config "$work/st-flat.toml" app
+    local pgdir
+    for layout in "${layouts[@]}"; do
+        pgdir="$work/st-$layout"
+        if [ "$layout" = part ]; then
+            only_job expire-content "$st_schedule" "${lifetimes[@]}" 'retire_partitions = true' | config "$work/st-part.toml" app
+        else
+            only_job expire-content "$st_schedule" "${lifetimes[@]}" | config "$work/st-flat.toml" app
+        fi
+    done
     pgdir="$work/pg"
 
     local late; late=$(calc "$(now) - $st_at")
@@ -206,19 +219,18 @@ row_ST() {
     local b0 cpu_b0; b0=$(now); cpu_b0=$(st_cpu_snapshot)
     sleep "$((st_baseline - 20))"
     local b1 cpu_b1; b1=$(now); cpu_b1=$(st_cpu_snapshot)
-    local cpu0_part cpu0_flat cpu1_part cpu1_flat
+    local cpu0_part=0 cpu0_flat=0 cpu1_part=0 cpu1_flat=0
     for layout in "${layouts[@]}"; do
         run_bin=$caretaker daemon "st-$layout" "$work/st-$layout.toml"
         echo "$daemon_pid" >"$work/st-$layout.pid"
-        printf -v "st_pid_$layout" '%s' "$daemon_pid"
     done
     sleep "$st_warmup"
     local t0 cpu_t0; t0=$(now); cpu_t0=$(st_cpu_snapshot)
-    cpu0_part=$(st_cpu "$st_pid_part"); cpu0_flat=$(st_cpu "$st_pid_flat")
+    for layout in "${layouts[@]}"; do printf -v "cpu0_$layout" '%s' "$(st_cpu "$(cat "$work/st-$layout.pid")")"; done
     log "ST: caretaker warmed up; measuring for $st_seconds s"
     sleep "$st_seconds"
     local t1 cpu_t1; t1=$(now); cpu_t1=$(st_cpu_snapshot)
-    cpu1_part=$(st_cpu "$st_pid_part"); cpu1_flat=$(st_cpu "$st_pid_flat")
+    for layout in "${layouts[@]}"; do printf -v "cpu1_$layout" '%s' "$(st_cpu "$(cat "$work/st-$layout.pid")")"; done
     for layout in "${layouts[@]}"; do
         stop_child "$(cat "$work/st-$layout.pid")"
         rm -f "$work/st-$layout.pid"
@@ -302,14 +314,19 @@ row_ST() {
     done
     # Where the machine's CPU went, with expiry and without: the whole machine (other
     # work included) and each part of the bench, in cores (CPU seconds a second).
+    # (The servers of the layouts left out of the run are not named.)
     local with without
-    with=$(awk -v a="$cpu_t0" -v b="$cpu_t1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = (y[2] - x[2]) / 2
-        printf "machine %.0f %% busy; part server %.2f, flat server %.2f, pgbench %.2f cores", 100 * (y[1] - x[1]) / (y[2] - x[2]),
-            (y[3] - x[3]) / t, (y[4] - x[4]) / t, (y[5] - x[5]) / t }')
-    without=$(awk -v a="$cpu_b0" -v b="$cpu_b1" -v c="$cpu_a0" -v d="$cpu_a1" 'BEGIN { split(a, x, " "); split(b, y, " "); split(c, u, " "); split(d, v, " ")
+    with=$(awk -v a="$cpu_t0" -v b="$cpu_t1" -v run=",$st_layouts," 'BEGIN { split(a, x, " "); split(b, y, " "); t = (y[2] - x[2]) / 2
+        printf "machine %.0f %% busy; ", 100 * (y[1] - x[1]) / (y[2] - x[2])
+        if (run ~ /,part,/) printf "part server %.2f, ", (y[3] - x[3]) / t
+        if (run ~ /,flat,/) printf "flat server %.2f, ", (y[4] - x[4]) / t
+        printf "pgbench %.2f cores", (y[5] - x[5]) / t }')
+    without=$(awk -v a="$cpu_b0" -v b="$cpu_b1" -v c="$cpu_a0" -v d="$cpu_a1" -v run=",$st_layouts," 'BEGIN { split(a, x, " "); split(b, y, " "); split(c, u, " "); split(d, v, " ")
         t = (y[2] - x[2] + v[2] - u[2]) / 2
-        printf "machine %.0f %% busy; part server %.2f, flat server %.2f, pgbench %.2f cores", 100 * (y[1] - x[1] + v[1] - u[1]) / (y[2] - x[2] + v[2] - u[2]),
-            (y[3] - x[3] + v[3] - u[3]) / t, (y[4] - x[4] + v[4] - u[4]) / t, (y[5] - x[5] + v[5] - u[5]) / t }')
+        printf "machine %.0f %% busy; ", 100 * (y[1] - x[1] + v[1] - u[1]) / (y[2] - x[2] + v[2] - u[2])
+        if (run ~ /,part,/) printf "part server %.2f, ", (y[3] - x[3] + v[3] - u[3]) / t
+        if (run ~ /,flat,/) printf "flat server %.2f, ", (y[4] - x[4] + v[4] - u[4]) / t
+        printf "pgbench %.2f cores", (y[5] - x[5] + v[5] - u[5]) / t }')
     result ST "where the CPU went ($(nproc) cores), with expiry; without (the baseline spans)" "$with; $without" "–" "-"
-    echo "ST: time compressed $st_compress×: lifetimes ${st_min_s}–${st_max_s} s, partitions of ${st_part_s} s; expire-content on \"$st_schedule\"; per cluster the app writes $st_rate posts/s (16 clients) and serves $st_reads page views/s (8 clients); the app started $(fmt %.1f "$(calc "$start - $st_at")") s after the seeded moment; baseline $(fmt %.0f "$(calc "$b1 - $b0")") s before caretaker and $(fmt %.0f "$(calc "$a1 - $a0")") s after it, warm-up $st_warmup s, measured $(fmt %.0f "$span") s" >>"$work/notes.txt"
+    echo "ST: layouts $st_layouts; time compressed $st_compress×: lifetimes ${st_min_s}–${st_max_s} s, partitions of ${st_part_s} s; expire-content on \"$st_schedule\"; per cluster the app writes $st_rate posts/s (16 clients) and serves $st_reads page views/s (8 clients); the app started $(fmt %.1f "$(calc "$start - $st_at")") s after the seeded moment; baseline $(fmt %.0f "$(calc "$b1 - $b0")") s before caretaker and $(fmt %.0f "$(calc "$a1 - $a0")") s after it, warm-up $st_warmup s, measured $(fmt %.0f "$span") s" >>"$work/notes.txt"
 }
