@@ -19,14 +19,43 @@ extension ListenAddress {
         self = parsed
     }
 
-    package var isIPv6: Bool { host.contains(":") }
+    private var isIPv6: Bool { host.contains(":") }
 
-    package static func ipv4(_ host: String) -> in_addr? {
+    /// The address family of a socket for this address.
+    package var socketFamily: Int32 { isIPv6 ? AF_INET6 : AF_INET }
+
+    /// Calls `body` with this address as a `sockaddr` and its length, and returns what it
+    /// returns: `bind(fd, $0, $1)` for the daemon's listener, `connect(fd, $0, $1)` for
+    /// `check` and `status`.
+    package func withSocketAddress<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+        if isIPv6 {
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = UInt16(port).bigEndian
+            socketAddress.sin6_addr = Self.ipv6(host) ?? in6_addr()
+            return Self.passing(socketAddress, to: body)
+        }
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = UInt16(port).bigEndian
+        socketAddress.sin_addr = Self.ipv4(host) ?? in_addr()
+        return Self.passing(socketAddress, to: body)
+    }
+
+    private static func passing<Address, Result>(
+        _ address: Address, to body: (UnsafePointer<sockaddr>, socklen_t) -> Result
+    ) -> Result {
+        withUnsafePointer(to: address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<Address>.size)) }
+        }
+    }
+
+    private static func ipv4(_ host: String) -> in_addr? {
         var address = in_addr()
         return inet_pton(AF_INET, host, &address) == 1 ? address : nil
     }
 
-    package static func ipv6(_ host: String) -> in6_addr? {
+    private static func ipv6(_ host: String) -> in6_addr? {
         var address = in6_addr()
         return inet_pton(AF_INET6, host, &address) == 1 ? address : nil
     }

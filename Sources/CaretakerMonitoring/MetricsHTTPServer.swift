@@ -27,28 +27,14 @@ final class MetricsHTTPServer {
     /// Binds and listens; throws naming the address and the system's reason.
     init(_ address: ListenAddress) throws(MonitoringError) {
         self.address = address
-        let family = address.isIPv6 ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(address.socketFamily, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             throw MonitoringError(
                 "cannot create a socket for [metrics] listen \(address): \(SystemError.lastMessage())")
         }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        let bound: Int32
-        if address.isIPv6 {
-            var socketAddress = sockaddr_in6()
-            socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = UInt16(address.port).bigEndian
-            socketAddress.sin6_addr = ListenAddress.ipv6(address.host) ?? in6_addr()
-            bound = Self.bindSocket(fd, to: socketAddress)
-        } else {
-            var socketAddress = sockaddr_in()
-            socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = UInt16(address.port).bigEndian
-            socketAddress.sin_addr = ListenAddress.ipv4(address.host) ?? in_addr()
-            bound = Self.bindSocket(fd, to: socketAddress)
-        }
+        let bound = address.withSocketAddress { bind(fd, $0, $1) }
         guard bound == 0, listen(fd, 16) == 0 else {
             let reason = SystemError.lastMessage()
             close(fd)
@@ -146,14 +132,6 @@ final class MetricsHTTPServer {
     }
 
     /// Binds `fd` to an IPv4 or IPv6 address; bind(2)'s result.
-    private static func bindSocket<Address>(_ fd: Int32, to address: Address) -> Int32 {
-        withUnsafePointer(to: address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<Address>.size))
-            }
-        }
-    }
-
     private static func localPort(of fd: Int32) -> UInt16? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)

@@ -50,27 +50,13 @@ public enum MetricsProbe {
 
     /// One HTTP/1.0 request; what came back, or why nothing did.
     static func fetch(_ address: ListenAddress, timeoutMilliseconds: Int32) -> Fetched {
-        let family = address.isIPv6 ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(address.socketFamily, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .failed("cannot create a socket: \(SystemError.lastMessage())") }
         defer { close(fd) }
         var timeout = timeval(tv_sec: Int(timeoutMilliseconds / 1000), tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected: Int32
-        if address.isIPv6 {
-            var socketAddress = sockaddr_in6()
-            socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = UInt16(address.port).bigEndian
-            socketAddress.sin6_addr = ListenAddress.ipv6(address.host) ?? in6_addr()
-            connected = connectSocket(fd, to: socketAddress)
-        } else {
-            var socketAddress = sockaddr_in()
-            socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = UInt16(address.port).bigEndian
-            socketAddress.sin_addr = ListenAddress.ipv4(address.host) ?? in_addr()
-            connected = connectSocket(fd, to: socketAddress)
-        }
+        let connected = address.withSocketAddress { connect(fd, $0, $1) }
         guard connected == 0 else { return .failed("nothing answers on \(address): \(SystemError.lastMessage())") }
         let request = Array("GET /metrics HTTP/1.0\r\nHost: \(address)\r\n\r\n".utf8)
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
@@ -84,13 +70,5 @@ public enum MetricsProbe {
             response += chunk[..<count]
         }
         return .answered(String(decoding: response, as: UTF8.self))
-    }
-
-    private static func connectSocket<Address>(_ fd: Int32, to address: Address) -> Int32 {
-        withUnsafePointer(to: address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<Address>.size))
-            }
-        }
     }
 }

@@ -191,6 +191,9 @@ def main():
               if suite in listed and seconds > 2 * listed[suite] and seconds > 5]
     if slower:
         print(f"suites slower than twice their seconds alone ({len(slower)}; the machine's other load counts too):")
+    else:
+        checked = sum(1 for suite, seconds in suites.items() if suite in listed and seconds > 5)
+        print(f"no suite slower than twice its seconds alone ({checked} suites of over 5 s checked)")
     for suite, seconds, alone_seconds in sorted(slower, key=lambda item: -item[1] / item[2])[:10]:
         print(f"  {suite}: {seconds:.1f} s (alone {alone_seconds:.1f} s)")
     with open(os.path.join(args.log_dir, "suite-seconds.tsv"), "w") as table:
