@@ -131,7 +131,7 @@ final class MetricsHTTPServer {
                 + extraHeaders + "Connection: close\r\n\r\n" + text).utf8)
     }
 
-    /// Binds `fd` to an IPv4 or IPv6 address; bind(2)'s result.
+    /// The port `fd` is bound to (the one the system chose for port 0).
     private static func localPort(of fd: Int32) -> UInt16? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)

@@ -11,7 +11,7 @@
 # One cluster each, so that a cluster's WAL is one layout's. Two streams side by side
 # keep a 2-core machine busy before caretaker starts; one layout a run leaves it room.
 #
-# The run, on each layout at once: the app alone for --st-baseline seconds with nothing due (the
+# The run, on every layout at once: the app alone for --st-baseline seconds with nothing due (the
 # seeded table leaves that span out), then caretaker (expire-content on --st-schedule), a
 # --st-warmup, --st-seconds measured, caretaker stopped, and the app alone again for
 # --st-baseline seconds. The app's baseline is the same app on the same table in the span
