@@ -218,3 +218,6 @@ only_job() {
 }
 
 mib() { fmt %.1f "$(calc "$1 / 1024")"; }
+# cpu_seconds PID: CPU seconds (user + system) of a process so far, from the clock
+# ticks in /proc/PID/stat (proc(5)).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }

@@ -144,15 +144,15 @@ row_M1_W1() {
         local what="idle memory after $runs runs in ${busy_seconds} s, $label mode ($build)"
         result M1 "$what" "$measured" "— (for comparison)" "-"
     done
-    # What a scrape costs the idle low-footprint daemon: m1_listen's CPU (user + system,
-    # clock ticks) over 20 scrapes a second apart; each maps code back in, and the daemon
-    # hands it back after it. Measured after the memory readings, which it would disturb.
-    local cpu_before cpu_after hz; hz=$(getconf CLK_TCK)
-    cpu_before=$(awk '{ print $14 + $15 }' "/proc/${pid[m1_listen]}/stat")
+    # What a scrape costs the idle low-footprint daemon: m1_listen's CPU (user + system)
+    # over 20 scrapes a second apart; each maps code back in, and the daemon hands it back
+    # after it. Measured after the memory readings, which it would disturb.
+    local cpu_before cpu_after
+    cpu_before=$(cpu_seconds "${pid[m1_listen]}")
     for k in $(seq 1 20); do scrape_m1; sleep 1; done
-    cpu_after=$(awk '{ print $14 + $15 }' "/proc/${pid[m1_listen]}/stat")
+    cpu_after=$(cpu_seconds "${pid[m1_listen]}")
     result M1 "CPU of a /metrics scrape, low-footprint mode ($daemon_build), idle, [metrics] listen: the mean of 20 scrapes a second apart" \
-        "$(fmt %.1f "$(calc "1000 * ($cpu_after - $cpu_before) / $hz / 20")") ms (user + system, in ticks of $(fmt %.0f "$(calc "1000 / $hz")") ms)" "— (for comparison)" "-"
+        "$(fmt %.1f "$(calc "1000 * ($cpu_after - $cpu_before) / 20")") ms (user + system, in ticks of $(fmt %.0f "$(calc "1000 / $(getconf CLK_TCK)")") ms)" "— (for comparison)" "-"
     # The low-footprint mode, stderr to a file against the journal: the median of each series.
     local entries; entries=$(in_journal journalctl -q -o cat SYSLOG_IDENTIFIER=caretaker JOB=expire-content | wc -l)
     local series label_of_series uss_list rss_med uss_med

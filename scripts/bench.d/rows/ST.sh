@@ -84,8 +84,6 @@ st_sampler() {
     done >>"$file"
 }
 
-# st_cpu PID: CPU seconds (user + system) of a process so far.
-st_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 # st_cluster_cpu DIR: CPU seconds of a cluster's server so far: the postmaster's own and
 # its reaped children's (autovacuum workers, ended backends), and its live children's;
@@ -108,7 +106,7 @@ st_cluster_cpu() {
 st_cpu_snapshot() {
     local hz; hz=$(getconf CLK_TCK)
     local pgb=0 pid
-    for pid in "${st_pgbench[@]}"; do pgb=$(calc "$pgb + $(st_cpu "$pid" 2>/dev/null || echo 0)"); done
+    for pid in "${st_pgbench[@]}"; do pgb=$(calc "$pgb + $(cpu_seconds "$pid" 2>/dev/null || echo 0)"); done
     echo "$(awk -v hz="$hz" '/^cpu / { printf "%.2f %.2f", ($2 + $3 + $4 + $7 + $8) / hz, ($2 + $3 + $4 + $5 + $6 + $7 + $8) / hz }' /proc/stat) $(st_cluster_cpu "$work/st-part") $(st_cluster_cpu "$work/st-flat") $pgb"
 }
 
@@ -226,11 +224,11 @@ row_ST() {
     done
     sleep "$st_warmup"
     local t0 cpu_t0; t0=$(now); cpu_t0=$(st_cpu_snapshot)
-    for layout in "${layouts[@]}"; do printf -v "cpu0_$layout" '%s' "$(st_cpu "$(cat "$work/st-$layout.pid")")"; done
+    for layout in "${layouts[@]}"; do printf -v "cpu0_$layout" '%s' "$(cpu_seconds "$(cat "$work/st-$layout.pid")")"; done
     log "ST: caretaker warmed up; measuring for $st_seconds s"
     sleep "$st_seconds"
     local t1 cpu_t1; t1=$(now); cpu_t1=$(st_cpu_snapshot)
-    for layout in "${layouts[@]}"; do printf -v "cpu1_$layout" '%s' "$(st_cpu "$(cat "$work/st-$layout.pid")")"; done
+    for layout in "${layouts[@]}"; do printf -v "cpu1_$layout" '%s' "$(cpu_seconds "$(cat "$work/st-$layout.pid")")"; done
     for layout in "${layouts[@]}"; do
         stop_child "$(cat "$work/st-$layout.pid")"
         rm -f "$work/st-$layout.pid"
