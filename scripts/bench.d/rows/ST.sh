@@ -110,6 +110,67 @@ st_cpu_snapshot() {
     echo "$(awk -v hz="$hz" '/^cpu / { printf "%.2f %.2f", ($2 + $3 + $4 + $7 + $8) / hz, ($2 + $3 + $4 + $5 + $6 + $7 + $8) / hz }' /proc/stat) $(st_cluster_cpu "$work/st-part") $(st_cluster_cpu "$work/st-flat") $pgb"
 }
 
+# st_counters DIR: the server's counters so far that say where the app's writes may
+# wait: "BLKS_READ WAL_FPI BACKEND_WRITES CHECKPOINT_WRITES": blocks database app read
+# from outside shared buffers (the app's, caretaker's and autovacuum's), full-page
+# images in the WAL, and buffers written out by backends (when no clean buffer was
+# free) and by the checkpointer.
+st_counters() {
+    st_sql "$1" app -F ' ' -c "
+        SELECT (SELECT blks_read FROM pg_stat_database WHERE datname = 'app'), (SELECT wal_fpi FROM pg_stat_wal),
+               buffers_backend, buffers_checkpoint FROM pg_stat_bgwriter"
+}
+# st_counter_rates "B0 B1 T0 T1 A0 A1" (span ends, epoch) and the counters at each:
+# each counter a second before caretaker, with it, and after it: "BEFORE/WITH/AFTER; ...".
+st_counter_rates() {
+    awk -v ends="$1" -v c="$2|$3|$4|$5|$6|$7" 'BEGIN {
+        split(ends, e, " "); split(c, v, "|")
+        for (i = 1; i <= 6; i++) { split(v[i], y, " "); for (k = 1; k <= 4; k++) x[i, k] = y[k] }
+        name[1] = "blocks read"; name[2] = "WAL full-page images"; name[3] = "buffers written by backends"; name[4] = "by the checkpointer"
+        for (k = 1; k <= 4; k++) {
+            printf "%s%s %.0f/%.0f/%.0f", (k > 1 ? "; " : ""), name[k], (x[2, k] - x[1, k]) / (e[2] - e[1]),
+                (x[4, k] - x[3, k]) / (e[4] - e[3]), (x[6, k] - x[5, k]) / (e[6] - e[5])
+        }
+    }'
+}
+
+# st_wait_sampler DIR FILE: with --wait-events, every 50 ms, the app's backends and the
+# server's own processes on the cluster in DIR, as "EPOCH|WHO|STATE|TYPE:EVENT": WHO
+# st-write or st-read for the app's (pgbench's application_name), caretaker for
+# caretaker's, else the backend type (autovacuum worker, checkpointer, ...). One psql
+# repeating the query (\watch), exec'd so that stopping this child stops it.
+st_wait_sampler() {
+    exec psql -X -q -At -F '|' "$(pg_conninfo "$1" postgres)" >>"$2" 2>/dev/null <<'SQL'
+SELECT extract(epoch FROM now()),
+       CASE WHEN application_name LIKE 'st-%' THEN application_name
+            WHEN application_name LIKE 'caretaker%' THEN 'caretaker' ELSE backend_type END,
+       coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, '')
+FROM pg_stat_activity
+WHERE pid <> pg_backend_pid()
+  AND (backend_type <> 'client backend' OR application_name LIKE 'st-%' OR application_name LIKE 'caretaker%')
+\watch 0.05
+SQL
+}
+# st_waits FILE WHO "B0 B1 T0 T1 A0 A1": wait_events.py's three lines for WHO's samples
+# before caretaker, with it, and after it (warm-up and the gap after it left out).
+st_waits() {
+    local b0 b1 t0 t1 a0 a1
+    read -r b0 b1 t0 t1 a0 a1 <<<"$3"
+    awk -F '|' -v OFS='|' -v who="$2" -v b0="$b0" -v b1="$b1" -v t0="$t0" -v t1="$t1" -v a0="$a0" -v a1="$a1" \
+        '$2 == who && (($1 >= b0 && $1 < b1) || ($1 >= t0 && $1 <= t1) || ($1 > a0 && $1 <= a1)) { print $1, $3, $4 }' \
+        "$1" >"$1.$2"
+    "$python3" "$helpers/wait_events.py" "$1.$2" "$b0" "$t0" "$t1" "$a1" | paste -sd '|' | sed 's/|/. /g'
+}
+# st_autovacuum_share FILE "B0 B1 T0 T1 A0 A1": the share of samples in which an
+# autovacuum worker was at work, before caretaker, with it, and after it.
+st_autovacuum_share() {
+    awk -F '|' -v ends="$2" 'BEGIN { split(ends, e, " ") }
+        { s = ($1 >= e[1] && $1 < e[2]) ? 1 : ($1 >= e[3] && $1 <= e[4]) ? 2 : ($1 > e[5] && $1 <= e[6]) ? 3 : 0
+          if (!s) next; if (!(($1) in seen)) { seen[$1] = s; n[s]++ }
+          if ($2 == "autovacuum worker" && $3 == "active" && !(($1) in av)) { av[$1] = 1; a[s]++ } }
+        END { printf "%.0f %%/%.0f %%/%.0f %%", 100 * a[1] / (n[1] ? n[1] : 1), 100 * a[2] / (n[2] ? n[2] : 1), 100 * a[3] / (n[3] ? n[3] : 1) }' "$1"
+}
+
 # st_p99 SPANS LOG...: "P99_MS P50_MS N LAG_P99_MS OWN_P99_MS" of the transactions that
 # started in SPANS ("FROM:TO[,FROM:TO]", epoch seconds), from pgbench logs. Under --rate a
 # transaction's latency counts from its scheduled start, time queued behind late ones
@@ -163,11 +224,13 @@ row_ST() {
     local layouts layout
     IFS=, read -r -a layouts <<<"$st_layouts"
     # The app starts at $st_at exactly; the table is seeded as of then, so the seeding
-    # must be over by then: allowed 60 s and 100 s per million posts written (on this
-    # machine, under load, about 50 s). A late start is reported.
+    # must be over by then: allowed 60 s and, per million posts written, 100 s for two
+    # layouts seeding side by side, 40 s for one (on this machine about 50 s and 20 s).
+    # A late start is reported.
     local seed_started; seed_started=$(now)
-    local seeded_rows=$((st_rate * (st_max_s + st_part_s)))
-    st_at=$(( ${seed_started%.*} + 60 + seeded_rows / 10000 ))
+    local seeded_rows=$((st_rate * (st_max_s + st_part_s))) per_million=40
+    [ "${#layouts[@]}" -eq 2 ] && per_million=100
+    st_at=$(( ${seed_started%.*} + 60 + seeded_rows / 1000000 * per_million ))
     if [ "${#layouts[@]}" -eq 2 ]; then
         st_seeded part &
         local part_seeding=$!
@@ -199,35 +262,42 @@ row_ST() {
         local dir="$work/st-$layout"
         pgbench -n -M prepared -f "$helpers/stream-write.pgbench" -c 16 -j 1 -R "$st_rate" -T "$st_total" \
             --log --log-prefix="$work/st-$layout-write" -D packs=1000 -D users=10000 \
-            "$(pg_conninfo "$dir" app)" >"$work/st-$layout-write.out" 2>&1 &
+            "$(pg_conninfo "$dir" app) application_name=st-write" >"$work/st-$layout-write.out" 2>&1 &
         spawned $!
         st_pgbench+=($!)
         pgbench -n -M prepared -f "$helpers/app-read.pgbench" -c 8 -j 1 -R "$st_reads" -T "$st_total" \
             --log --log-prefix="$work/st-$layout-read" -D packs=1000 -D users=10000 \
-            "$(pg_conninfo "$dir" app)" >"$work/st-$layout-read.out" 2>&1 &
+            "$(pg_conninfo "$dir" app) application_name=st-read" >"$work/st-$layout-read.out" 2>&1 &
         spawned $!
         st_pgbench+=($!)
         : >"$work/st-$layout.samples"
         st_sampler "$layout" "$work/st-$layout.samples" &
         spawned $!
+        if [ "$wait_events" = true ]; then
+            : >"$work/st-$layout.waits"
+            st_wait_sampler "$dir" "$work/st-$layout.waits" &
+            spawned $!
+        fi
     done
+    # st_mark NAME: the server's counters of each layout now, as st_counters_NAME_LAYOUT.
+    st_mark() { local l; for l in "${layouts[@]}"; do printf -v "st_counters_$1_$l" '%s' "$(st_counters "$work/st-$l")"; done; }
 
     # The app alone, nothing due; its first 20 s (connections, caches) left out.
     sleep 20
-    local b0 cpu_b0; b0=$(now); cpu_b0=$(st_cpu_snapshot)
+    local b0 cpu_b0; b0=$(now); cpu_b0=$(st_cpu_snapshot); st_mark b0
     sleep "$((st_baseline - 20))"
-    local b1 cpu_b1; b1=$(now); cpu_b1=$(st_cpu_snapshot)
+    local b1 cpu_b1; b1=$(now); cpu_b1=$(st_cpu_snapshot); st_mark b1
     local cpu0_part=0 cpu0_flat=0 cpu1_part=0 cpu1_flat=0
     for layout in "${layouts[@]}"; do
         run_bin=$caretaker daemon "st-$layout" "$work/st-$layout.toml"
         echo "$daemon_pid" >"$work/st-$layout.pid"
     done
     sleep "$st_warmup"
-    local t0 cpu_t0; t0=$(now); cpu_t0=$(st_cpu_snapshot)
+    local t0 cpu_t0; t0=$(now); cpu_t0=$(st_cpu_snapshot); st_mark t0
     for layout in "${layouts[@]}"; do printf -v "cpu0_$layout" '%s' "$(cpu_seconds "$(cat "$work/st-$layout.pid")")"; done
     log "ST: caretaker warmed up; measuring for $st_seconds s"
     sleep "$st_seconds"
-    local t1 cpu_t1; t1=$(now); cpu_t1=$(st_cpu_snapshot)
+    local t1 cpu_t1; t1=$(now); cpu_t1=$(st_cpu_snapshot); st_mark t1
     for layout in "${layouts[@]}"; do printf -v "cpu1_$layout" '%s' "$(cpu_seconds "$(cat "$work/st-$layout.pid")")"; done
     for layout in "${layouts[@]}"; do
         stop_child "$(cat "$work/st-$layout.pid")"
@@ -235,9 +305,9 @@ row_ST() {
     done
     # The app alone again, after the last run's transactions.
     sleep 5
-    local a0 cpu_a0; a0=$(now); cpu_a0=$(st_cpu_snapshot)
+    local a0 cpu_a0; a0=$(now); cpu_a0=$(st_cpu_snapshot); st_mark a0
     sleep "$(calc "$start + $st_total - $(now)")"
-    local a1 cpu_a1; a1=$(now); cpu_a1=$(st_cpu_snapshot)
+    local a1 cpu_a1; a1=$(now); cpu_a1=$(st_cpu_snapshot); st_mark a1
     sleep 12  # pgbench's last transactions and the last samples
     local span; span=$(calc "$t1 - $t0")
     local base="$b0:$b1,$a0:$a1"  # no expiry: the WAL's and the CPU's reference
@@ -307,6 +377,15 @@ row_ST() {
         result ST "$label: size of posts (indexes, TOAST) one \"day\" apart; WAL per expired post; caretaker's CPU and memory" \
             "$growth ($(st_mb "$s0") MB at the start, $(st_mb "$s1") MB a \"day\" later, $(st_mb "$send") MB at the end, $(st_mb "$smin")–$(st_mb "$smax") MB); WAL $per_post B per expired post ($(fmt %.2f "$(calc "$wal / 1048576")") MB/s with expiry, $(fmt %.2f "$(calc "$wal_base / 1048576")") MB/s without); caretaker CPU $(fmt %.1f "$(calc "100 * (${!cpu_var1} - ${!cpu_var0}) / $span")") % of a core, RSS max $(mib "$rss_max") MiB" \
             "$target" "$size_verdict"
+        # Where the app's writes may wait: the server's counters, and with --wait-events
+        # what the app's backends waited on and how often autovacuum was at work.
+        local ends="$b0 $b1 $t0 $t1 $a0 $a1" m counters=()
+        for m in b0 b1 t0 t1 a0 a1; do local v="st_counters_${m}_$layout"; counters+=("${!v}"); done
+        local server_line; server_line="the server, a second, before caretaker/with it/after it: WAL $(fmt %.2f "$(calc "$(st_wal_rate "$samples" "$b0:$b1") / 1048576")")/$(fmt %.2f "$(calc "$wal / 1048576")")/$(fmt %.2f "$(calc "$(st_wal_rate "$samples" "$a0:$a1") / 1048576")") MB; $(st_counter_rates "$ends" "${counters[@]}")"
+        if [ "$wait_events" = true ]; then
+            server_line+=". An autovacuum worker at work in $(st_autovacuum_share "$work/st-$layout.waits" "$ends") of the samples. The app's writes: $(st_waits "$work/st-$layout.waits" st-write "$ends"). Page views: $(st_waits "$work/st-$layout.waits" st-read "$ends")"
+        fi
+        result ST "$label: where the app's time may go (before caretaker; with it; after it)" "$server_line" "–" "-"
         # The size over the run, every 5 minutes, for BENCHMARKS.md.
         echo "ST $layout: size of posts every 5 min from the app's start (MB): $(awk -v s="$start" '$1 >= s + n * 300 { printf "%s%.0f", (n ? ", " : ""), $3 / 1048576; n++ }' "$samples"); past due not yet gone: $(awk -v s="$start" '$1 >= s + n * 300 { printf "%s%d", (n ? ", " : ""), $2; n++ }' "$samples")" >>"$work/notes.txt"
     done
