@@ -225,7 +225,7 @@ row_ST() {
     IFS=, read -r -a layouts <<<"$st_layouts"
     # The app starts at $st_at exactly; the table is seeded as of then, so the seeding
     # must be over by then: allowed 60 s and, per million posts written, 100 s for two
-    # layouts seeding side by side, 40 s for one (on this machine about 50 s and 20 s).
+    # layouts seeding side by side, 40 s for one (one took about 22 s on this machine).
     # A late start is reported.
     local seed_started; seed_started=$(now)
     local seeded_rows=$((st_rate * (st_max_s + st_part_s))) per_million=40
