@@ -84,7 +84,6 @@ st_sampler() {
     done >>"$file"
 }
 
-
 # st_cluster_cpu DIR: CPU seconds of a cluster's server so far: the postmaster's own and
 # its reaped children's (autovacuum workers, ended backends), and its live children's;
 # 0 where no cluster runs (a layout this run leaves out).
